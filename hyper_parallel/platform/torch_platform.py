@@ -1,0 +1,317 @@
+"""The torch platform: every framework operation that new code needs, in one place."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from hyper_parallel.platform.group import GroupInfo
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
+
+# Integer dtype with the same width, used to compare and hash tensors bit for bit.
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+DTYPE_NAMES = {
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float64": torch.float64,
+    "fp64": torch.float64,
+}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class TorchPlatform:
+    """Device, RNG, tensor, collective and optimizer access backed by torch."""
+
+    name = "torch"
+
+    # ------------------------------------------------------------------ device
+    def device_type(self) -> str:
+        """``"npu"`` when torch_npu imports and reports a device, else ``"cuda"``, else ``"cpu"``."""
+        try:
+            import torch_npu  # noqa: F401
+
+            if torch.npu.is_available():  # type: ignore[attr-defined]
+                return "npu"
+        except Exception:  # noqa: BLE001 - any failure means no NPU
+            pass
+        if torch.cuda.is_available():
+            return "cuda"
+        return "cpu"
+
+    def device(self, idx: int | None = None) -> torch.device:
+        dtype = self.device_type()
+        if dtype == "cpu":
+            return torch.device("cpu")
+        return torch.device(f"{dtype}:{idx}") if idx is not None else torch.device(dtype)
+
+    def get_device_handle(self, device_type: str | None = None):
+        dtype = device_type or self.device_type()
+        handle = getattr(torch, dtype, None)
+        if handle is None:
+            raise RuntimeError(f"torch has no device module for device type {dtype!r}")
+        return handle
+
+    # --------------------------------------------------------------------- RNG
+    def manual_seed(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def seed_everything(self, seed: int, device_type: str | None = None) -> None:
+        """Seed the CPU generator, then the device generators where the handle has a seeder."""
+        self.manual_seed(seed)
+        try:
+            handle = self.get_device_handle(device_type)
+            if hasattr(handle, "manual_seed_all"):
+                handle.manual_seed_all(seed)
+            elif hasattr(handle, "manual_seed"):
+                handle.manual_seed(seed)
+        except Exception as exc:  # noqa: BLE001 - seeding a device is best effort
+            logger.warning("could not seed device generator: %s", exc)
+
+    def get_rng_state(self, device_handle=None) -> torch.Tensor:
+        if device_handle is not None and hasattr(device_handle, "get_rng_state") and device_handle is not torch.cpu:
+            return device_handle.get_rng_state()
+        return torch.get_rng_state()
+
+    def set_rng_state(self, state: torch.Tensor, device_handle=None) -> None:
+        if device_handle is not None and hasattr(device_handle, "set_rng_state") and device_handle is not torch.cpu:
+            device_handle.set_rng_state(state)
+            return
+        torch.set_rng_state(state)
+
+    def generator(self, seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+
+    def set_deterministic(self, enabled: bool, warn_only: bool = False) -> None:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.backends.cudnn.deterministic = enabled
+        torch.backends.cudnn.benchmark = not enabled
+        if enabled and self.device_type() == "cuda":
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+    def is_deterministic(self) -> bool:
+        return torch.are_deterministic_algorithms_enabled()
+
+    # ----------------------------------------------------------------- tensors
+    def is_tensor(self, obj: Any) -> bool:
+        return isinstance(obj, torch.Tensor)
+
+    def tensor(self, data, dtype=None, device=None) -> torch.Tensor:
+        return torch.tensor(data, dtype=dtype, device=device)
+
+    def full(self, size, fill_value, dtype=None, device=None) -> torch.Tensor:
+        return torch.full(size, fill_value, dtype=dtype, device=device)
+
+    def zeros(self, size, dtype=None, device=None) -> torch.Tensor:
+        return torch.zeros(size, dtype=dtype, device=device)
+
+    def empty(self, size, dtype=None, device=None) -> torch.Tensor:
+        return torch.empty(size, dtype=dtype, device=device)
+
+    def randint(self, low: int, high: int, size, generator=None, dtype=torch.int64) -> torch.Tensor:
+        return torch.randint(low, high, size, generator=generator, dtype=dtype)
+
+    def stack(self, tensors, dim: int = 0) -> torch.Tensor:
+        return torch.stack(list(tensors), dim=dim)
+
+    def dtype_from_name(self, name: str):
+        try:
+            return DTYPE_NAMES[name.lower()]
+        except KeyError:
+            raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(DTYPE_NAMES)}") from None
+
+    def dtype_name(self, tensor: torch.Tensor) -> str:
+        return str(tensor.dtype).removeprefix("torch.")
+
+    def shape(self, tensor: torch.Tensor) -> list[int]:
+        return list(tensor.shape)
+
+    def to_local_cpu(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A detached, contiguous CPU tensor holding this rank's data (DTensor -> local shard)."""
+        if hasattr(tensor, "to_local"):
+            tensor = tensor.to_local()
+        return tensor.detach().to("cpu").contiguous()
+
+    def raw_bytes(self, tensor: torch.Tensor) -> memoryview:
+        """The tensor's bytes, without a copy when it is already a contiguous CPU tensor."""
+        t = self.to_local_cpu(tensor).reshape(-1)
+        if t.dtype == torch.bool:
+            t = t.view(torch.uint8)
+        return memoryview(t.view(torch.uint8).numpy()).cast("B")
+
+    def int_view_numpy(self, tensor: torch.Tensor):
+        """A numpy array of same-width integers: -0.0/+0.0 and NaN payloads stay distinct."""
+        t = self.to_local_cpu(tensor).reshape(-1)
+        if t.dtype == torch.bool:
+            return t.view(torch.uint8).numpy()
+        if t.is_floating_point() or t.is_complex():
+            return t.view(_INT_VIEW[t.element_size()]).numpy()
+        return t.numpy()
+
+    def float64_numpy(self, tensor: torch.Tensor):
+        t = self.to_local_cpu(tensor).reshape(-1)
+        if t.is_complex():
+            t = t.abs()
+        return t.to(torch.float64).numpy()
+
+    def numel(self, tensor: torch.Tensor) -> int:
+        return tensor.numel()
+
+    def is_floating(self, tensor: torch.Tensor) -> bool:
+        return tensor.is_floating_point()
+
+    def no_grad(self):
+        return torch.no_grad()
+
+    # ------------------------------------------------------------ nn / optim
+    def cross_entropy(self, logits, labels, ignore_index: int = -100, reduction: str = "mean"):
+        return torch.nn.functional.cross_entropy(logits, labels, ignore_index=ignore_index, reduction=reduction)
+
+    def pad_last_dim(self, tensor, right: int, value):
+        return torch.nn.functional.pad(tensor, (0, right), value=value)
+
+    def adamw(self, param_groups, **kwargs):
+        return torch.optim.AdamW(param_groups, **kwargs)
+
+    def lambda_lr(self, optimizer, lr_lambda: Callable[[int], float]):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+
+    def clip_grad_norm(self, parameters: Iterable, max_norm: float):
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+
+    def is_fsdp_module(self, module) -> bool:
+        from torch.distributed.fsdp import FSDPModule
+
+        return isinstance(module, FSDPModule)
+
+    def profiler(self, *, output_dir: str, rank: int, wait: int, warmup: int, active: int):
+        """A started-on-enter torch profiler with a one-cycle schedule writing chrome traces."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device_type() == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        return torch.profiler.profile(
+            activities=activities,
+            schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=torch.profiler.tensorboard_trace_handler(
+                f"{output_dir}/rank_{rank}", worker_name=f"rank{rank}"
+            ),
+        )
+
+    def null_context(self):
+        return contextlib.nullcontext()
+
+    # ------------------------------------------------------------ save / load
+    def save(self, obj: Any, path: str | os.PathLike) -> None:
+        torch.save(obj, path)
+
+    def load(self, path: str | os.PathLike, *, weights_only: bool = True) -> Any:
+        return torch.load(path, map_location="cpu", weights_only=weights_only)
+
+    def save_safetensors(self, tensors: Mapping[str, torch.Tensor], path: str | os.PathLike, metadata=None) -> None:
+        from safetensors.torch import save_file
+
+        save_file(dict(tensors), str(path), metadata=metadata)
+
+    def load_safetensors(self, path: str | os.PathLike) -> dict[str, torch.Tensor]:
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+
+    def dcp_save(self, state_dict, checkpoint_id: str, *, async_op: bool = False, process_group=None):
+        import torch.distributed.checkpoint as dcp
+
+        if async_op:
+            return dcp.async_save(state_dict, checkpoint_id=checkpoint_id, process_group=process_group)
+        dcp.save(state_dict, checkpoint_id=checkpoint_id)
+        return None
+
+    def dcp_load(self, state_dict, checkpoint_id: str) -> None:
+        import torch.distributed.checkpoint as dcp
+
+        dcp.load(state_dict, checkpoint_id=checkpoint_id)
+
+    def full_model_state_dict(self, model) -> dict[str, torch.Tensor]:
+        """Unsharded, CPU-offloaded state dict (collective: every rank must call it)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def set_full_model_state_dict(self, model, state_dict, *, strict: bool = False):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        return set_model_state_dict(model, state_dict, options=StateDictOptions(full_state_dict=True, strict=strict))
+
+    # ----------------------------------------------------------- distributed
+    def is_distributed(self) -> bool:
+        return dist.is_available() and dist.is_initialized()
+
+    def get_rank(self, group=None) -> int:
+        return dist.get_rank(group) if self.is_distributed() else 0
+
+    def get_world_size(self, group=None) -> int:
+        return dist.get_world_size(group) if self.is_distributed() else 1
+
+    def get_global_rank(self, group, group_rank: int) -> int:
+        return dist.get_global_rank(group, group_rank) if self.is_distributed() else group_rank
+
+    def init_process_group(self, backend: str | None = None) -> None:
+        """Initialise the default group once; plain ``python`` becomes a 1-rank world."""
+        if self.is_distributed():
+            return
+        backend = backend or _DEFAULT_BACKENDS[self.device_type()]
+        if "WORLD_SIZE" not in os.environ:
+            os.environ["RANK"] = "0"
+            os.environ["WORLD_SIZE"] = "1"
+            os.environ["LOCAL_RANK"] = "0"
+            os.environ["MASTER_ADDR"] = "127.0.0.1"
+            os.environ["MASTER_PORT"] = str(_free_port())
+        dist.init_process_group(backend=backend, init_method="env://")
+
+    def destroy_process_group(self) -> None:
+        if self.is_distributed():
+            dist.destroy_process_group()
+
+    def new_group(self, backend: str | None = None):
+        return dist.new_group(backend=backend)
+
+    def barrier(self) -> None:
+        if self.is_distributed():
+            dist.barrier()
+
+    def all_reduce(self, tensor: torch.Tensor, group_info: GroupInfo | None, async_op: bool = False):
+        """SUM all-reduce over ``group_info.group``; returns ``(tensor, work_or_None)``."""
+        tensor = tensor.contiguous()
+        group = group_info.group if group_info is not None else None
+        work = dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group, async_op=async_op)
+        return tensor, work
+
+    def all_gather_object(self, obj: Any, group=None) -> list:
+        if not self.is_distributed():
+            return [obj]
+        out: list = [None] * self.get_world_size(group)
+        dist.all_gather_object(out, obj, group=group)
+        return out
+
+    def init_device_mesh(self, device_type: str, shape, mesh_dim_names):
+        from torch.distributed.device_mesh import init_device_mesh
+
+        return init_device_mesh(device_type, tuple(shape), mesh_dim_names=tuple(mesh_dim_names))
