@@ -1,0 +1,1 @@
+"""The parity harness: legacy trainer vs Configurable components, bit for bit."""
