@@ -1,0 +1,655 @@
+"""BaseTrainer: the legacy procedural trainer (``args`` from YAML, ``_build_*`` steps).
+
+Every formula, order and default here follows ``spec/legacy-trainer.md``; the new component
+path is compared against this file bit for bit, so it changes only on purpose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from hyper_parallel.platform import GroupInfo, get_platform
+from hyper_parallel.trainer.parallel_dims import ParallelDims
+from hyper_parallel.trainer.utils.loss import count_loss_token, mean_global_loss
+
+logger = logging.getLogger(__name__)
+
+# Substrings that put a parameter in the no-decay group (matched on the lower-cased name).
+NO_DECAY_KEYWORDS = ("bias", "layernorm", "norm", "rmsnorm")
+_AC_OFF = ("off", "none", None, False, "")
+_DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+}
+
+
+@dataclass
+class TrainerState:
+    """Progress counters; ``max_steps`` may be changed by the dataset step."""
+
+    max_steps: int = 0
+    global_step: int = 0
+    epoch: int = 0
+    log_history: list = field(default_factory=list)
+
+
+def _get(obj, name: str, default=None):
+    value = getattr(obj, name, default) if obj is not None else default
+    return default if value is None and default is not None else value
+
+
+def _move_to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, dict):
+        return {k: _move_to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_move_to_device(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_move_to_device(v, device) for v in obj)
+    return obj
+
+
+def _full_tensor(t):
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def _logical_name(name: str) -> str:
+    return name.replace("._checkpoint_wrapped_module", "")
+
+
+class BaseTrainer:
+    """Builds everything procedurally from ``args``; ``LLMTrainer`` drives the build order."""
+
+    def __init__(self, args) -> None:
+        from hyper_parallel.models.spec import get_spec
+
+        platform = get_platform()
+        if getattr(platform, "name", None) != "torch":
+            raise RuntimeError(
+                f"the legacy trainer needs the torch platform, got {getattr(platform, 'name', platform)!r}; "
+                "set HYPER_PARALLEL_PLATFORM=torch"
+            )
+        self.args = args
+        self.spec = get_spec(args.model.name)
+        self.state = TrainerState(max_steps=getattr(args.train, "max_steps", 0))
+        self._last_global_tokens: int | None = None
+        self.model = None
+        self.optimizer = None
+        self.lr_scheduler = None
+        self.tokenizer = None
+        self.processor = None
+        self.data_transform = None
+        self.train_dataset = None
+        self.collate_fn = None
+        self.sampler = None
+        self.train_dataloader = None
+        self._grad_accum = 1
+        self._dp_group_info: GroupInfo | None = None
+        self.user_callbacks: list = []
+
+    # ------------------------------------------------------------------ 1. setup
+    def _setup(self) -> None:
+        """Process group, device, ParallelDims and mesh, the trainer DP group, seeds, determinism."""
+        train = self.args.train
+        platform = get_platform()
+        platform.init_process_group(backend=getattr(train, "comm_backend", None))
+
+        device_type = platform.device_type()
+        local_rank = getattr(train, "local_rank", 0)
+        self.device = platform.device(local_rank)
+        handle = platform.get_device_handle(device_type)
+        if hasattr(handle, "set_device"):
+            handle.set_device(local_rank)
+
+        self.parallel_dims = ParallelDims.from_config(train.accelerator, world_size=platform.get_world_size())
+        logger.info_rank0("ParallelDims: %s", self.parallel_dims.summary())
+        self.mesh = self.parallel_dims.build_mesh(device_type)
+
+        group = None
+        for name in ("loss", "dp", "dp_shard", "dp_replicate"):
+            try:
+                group = self.mesh.get_group(name)
+                break
+            except (KeyError, RuntimeError, ValueError):
+                continue
+        if group is None and self.mesh.ndim == 1:
+            group = self.mesh.get_group()
+        self._dp_group_info = GroupInfo(group_name="trainer_dp", group=group, rank_size=self.parallel_dims.dp_size)
+
+        seed = getattr(train, "seed", 42)
+        try:
+            platform.manual_seed(seed)
+            if hasattr(handle, "manual_seed_all"):
+                handle.manual_seed_all(seed)
+            elif hasattr(handle, "manual_seed"):
+                handle.manual_seed(seed)
+        except Exception as exc:  # noqa: BLE001 - seeding problems are only warned about
+            logger.warning("seeding failed: %s", exc)
+
+        debug = getattr(train, "debug", None)
+        if debug is not None and getattr(debug, "deterministic", False):
+            torch.use_deterministic_algorithms(True, warn_only=getattr(debug, "deterministic_warn_only", False))
+            torch.backends.cudnn.deterministic = True
+            torch.backends.cudnn.benchmark = False
+            if device_type == "cuda":
+                os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+        logger.info_rank0(
+            "rank %d / world size %d, mesh dims %s",
+            platform.get_rank(),
+            platform.get_world_size(),
+            self.mesh.mesh_dim_names,
+        )
+        logger.info_rank0(
+            "data.type=%s model.name=%s model.num_hidden_layers=%s train.init_device=%s max_steps=%d "
+            "global_batch_size=%s",
+            _get(self.args.data, "type", "dummy"),
+            self.args.model.name,
+            getattr(self.args.model, "num_hidden_layers", None),
+            getattr(train, "init_device", "meta"),
+            self.state.max_steps,
+            getattr(train, "global_batch_size", 8),
+        )
+
+    # -------------------------------------------------------------- 2-3. model
+    def _build_model(self) -> None:
+        init_device = getattr(self.args.train, "init_device", "meta")
+        if init_device == "meta":
+            with torch.device("meta"):
+                self.model = self.spec.build_model_fn(self.args)
+        else:
+            self.model = self.spec.build_model_fn(self.args)
+        self.parallel_dims.validate_against_model(self.model, seq_len=_get(self.args.data, "max_seq_len", 2048))
+
+    def _freeze_model(self) -> None:
+        patterns = getattr(self.args.model, "freeze_modules", None) or []
+        if not patterns:
+            return
+        frozen = 0
+        for name, param in self.model.named_parameters():
+            if any(p in name for p in patterns):
+                param.requires_grad_(False)
+                frozen += 1
+        logger.info_rank0("froze %d parameters matching %s", frozen, patterns)
+
+    # ------------------------------------------------------------- 4-7. data
+    def _build_model_assets(self) -> None:
+        self.tokenizer = None
+        self.processor = None
+
+    def _build_data_transform(self) -> None:
+        self.data_transform = None
+
+    def _build_dataset(self) -> None:
+        """Base datasets: ``dummy`` and a raw ``hf_datasets`` load (LLMTrainer has the full registry)."""
+        data_type = _get(self.args.data, "type", "dummy")
+        if data_type == "dummy":
+            from hyper_parallel.data.registry import get_dataset_builder
+
+            self.train_dataset = get_dataset_builder("dummy")(self)
+        elif data_type == "hf_datasets":
+            from datasets import load_dataset
+
+            ds = load_dataset(self.args.data.train_path, split="train")
+            if self.data_transform is not None:
+                ds = ds.map(self.data_transform)
+            self.train_dataset = ds
+        else:
+            raise ValueError(f"Unknown data.type '{data_type}' for BaseTrainer. Supported: dummy, hf_datasets")
+
+    def _build_collate_fn(self) -> None:
+        from hyper_parallel.data.collate import pad_collate
+
+        self.collate_fn = pad_collate
+
+    # ------------------------------------------------------------ 8. dataloader
+    def _build_dataloader(self) -> None:
+        from torch.utils.data.distributed import DistributedSampler
+        from torchdata.stateful_dataloader import StatefulDataLoader
+
+        train, data = self.args.train, self.args.data
+        platform = get_platform()
+        dp_size = self.parallel_dims.dp_size
+        non_dp = self.parallel_dims.non_dp_size
+        rank = platform.get_rank()
+        dp_rank = rank // non_dp if non_dp > 1 else rank
+
+        self.sampler = DistributedSampler(
+            self.train_dataset,
+            num_replicas=dp_size,
+            rank=dp_rank,
+            shuffle=_get(data, "shuffle", True),
+            seed=_get(train, "seed", 0),
+            drop_last=True,
+        )
+        micro_batch_size = _get(train, "micro_batch_size", 1)
+        num_workers = _get(data, "num_workers", 0)
+        kwargs: dict[str, Any] = {}
+        prefetch = getattr(data, "prefetch_factor", None)
+        if num_workers > 0 and prefetch is not None:
+            kwargs["prefetch_factor"] = prefetch
+        self.train_dataloader = StatefulDataLoader(
+            self.train_dataset,
+            batch_size=micro_batch_size,
+            sampler=self.sampler,
+            collate_fn=self.collate_fn,
+            num_workers=num_workers,
+            pin_memory=bool(_get(data, "pin_memory", True)) and platform.device_type() != "cpu",
+            drop_last=True,
+            **kwargs,
+        )
+        global_batch_size = _get(train, "global_batch_size", micro_batch_size)
+        self._grad_accum = max(global_batch_size // (micro_batch_size * dp_size), 1)
+        logger.info_rank0(
+            "micro batch size %d, grad_accum %d, dataset length %d",
+            micro_batch_size,
+            self._grad_accum,
+            len(self.train_dataset),
+        )
+
+    def _make_micro_batch_iterator(self):
+        """Group micro-batches into lists of ``_grad_accum``; the trailing partial list is yielded too."""
+        group: list = []
+        for batch in iter(self.train_dataloader):
+            group.append(batch)
+            if len(group) == self._grad_accum:
+                yield group
+                group = []
+        if group:
+            yield group
+
+    # -------------------------------------------------------- 9. parallelize
+    def _build_parallelized_model(self) -> None:
+        if self.spec.parallelize_fn is None:
+            raise ValueError(f"model '{self.args.model.name}' has no parallelize_fn in its ModelSpec")
+        self.model = self.spec.parallelize_fn(self.model, self.mesh, self.args)
+        self._post_parallelize()
+
+    def _post_parallelize(self) -> None:
+        init_device = getattr(self.args.train, "init_device", "meta")
+        weights_path = getattr(self.args.model, "weights_path", None)
+        if init_device == "meta":
+            self._materialize_and_init_shards()
+        if weights_path:
+            self._load_weights(weights_path)
+        mp = getattr(self.args.train, "mixed_precision", None)
+        if mp is not None and getattr(mp, "enabled", False):
+            for name, param in self.model.named_parameters():
+                if param.requires_grad and param.dtype != torch.float32:
+                    raise RuntimeError(
+                        f"trainable parameter {name} is {param.dtype}; with mixed precision every trainable "
+                        "parameter must be float32 (FSDP2 casts for compute)"
+                    )
+        self.model.train()
+
+    def _materialize_and_init_shards(self) -> None:
+        """Allocate the meta model and initialise each rank's local shard from the default generator."""
+        model = self.model
+        model.to_empty(device=get_platform().device_type())
+        with torch.no_grad():
+            for _name, param in model.named_parameters():
+                local = param.to_local() if hasattr(param, "to_local") else param
+                if local.is_meta:
+                    continue
+                if local.dim() >= 2:
+                    torch.nn.init.kaiming_uniform_(local)
+                else:
+                    torch.nn.init.zeros_(local)
+            for buffer in model.buffers():
+                local = buffer.to_local() if hasattr(buffer, "to_local") else buffer
+                local.zero_()
+        for module in model.modules():
+            if hasattr(module, "reset_inv_freq"):
+                module.reset_inv_freq()
+        if hasattr(model, "tie_weights"):
+            model.tie_weights()
+
+    def _load_weights(self, path: str) -> None:
+        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back."""
+        if not os.path.exists(path):
+            raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
+        try:
+            if os.path.isdir(path):
+                has_hf = os.path.isfile(os.path.join(path, "model.safetensors.index.json")) or os.path.isfile(
+                    os.path.join(path, "model.safetensors")
+                )
+                if has_hf and self.spec.state_dict_adapter is not None:
+                    self._load_hf_safetensors(path)
+                elif os.path.isfile(os.path.join(path, ".metadata")):
+                    self._load_dcp(path)
+                else:
+                    raise ValueError(
+                        "model.weights_path directory must hold model.safetensors(.index.json) with a "
+                        "state-dict adapter, or a DCP checkpoint (.metadata)"
+                    )
+            else:
+                self._load_single_file(path)
+        except Exception as exc:
+            raise RuntimeError(f"Failed to load weights from {path}: {exc}") from exc
+
+    def _load_dtype(self, path: str):
+        config = self.model.config
+        name = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+        if name is None:
+            cfg_file = os.path.join(path, "config.json")
+            if os.path.isfile(cfg_file):
+                with open(cfg_file, encoding="utf-8") as fh:
+                    hf_cfg = json.load(fh)
+                name = hf_cfg.get("dtype") or hf_cfg.get("torch_dtype")
+        if isinstance(name, torch.dtype):
+            return name
+        return _DTYPES.get(str(name).lower()) if name is not None else None
+
+    def _load_hf_safetensors(self, path: str) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        adapter = self.spec.state_dict_adapter()
+        hf_sd = adapter.load_hf_state_dict(path, self.model.config, dtype=self._load_dtype(path))
+        params = {_logical_name(n): p for n, p in self.model.named_parameters()}
+        valid, dropped = {}, []
+        for key, tensor in hf_sd.items():
+            target = params.get(key)
+            if target is None:
+                continue
+            if tuple(tensor.shape) == tuple(target.shape):
+                valid[key] = tensor
+            else:
+                dropped.append((key, tuple(tensor.shape), tuple(target.shape)))
+        if dropped:
+            logger.warning("dropped %d weights with mismatched shapes, first: %s", len(dropped), dropped[:5])
+        set_model_state_dict(self.model, valid, options=StateDictOptions(full_state_dict=True, strict=False))
+        logger.info_rank0("loaded %d weights from %s", len(valid), path)
+        missing = sorted(set(params) - set(valid))
+        if missing:
+            logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
+
+    def _load_dcp(self, path: str) -> None:
+        import torch.distributed.checkpoint as dcp
+
+        state_dict = self.model.state_dict()
+        dcp.load(state_dict, checkpoint_id=path)
+        self.model.load_state_dict(state_dict)
+
+    def _load_single_file(self, path: str) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        if path.endswith(".safetensors"):
+            from safetensors.torch import load_file
+
+            state_dict = load_file(path)
+        else:
+            state_dict = torch.load(path, map_location="cpu", weights_only=True)
+        set_model_state_dict(self.model, state_dict, options=StateDictOptions(full_state_dict=True, strict=False))
+        logical = {_logical_name(n) for n, _ in self.model.named_parameters()}
+        missing = sorted(logical - set(state_dict))
+        unexpected = sorted(set(state_dict) - logical)
+        if missing:
+            logger.warning("%d parameters missing from %s, first: %s", len(missing), path, missing[:5])
+        if unexpected:
+            logger.warning("%d unexpected keys in %s, first: %s", len(unexpected), path, unexpected[:5])
+
+    # ------------------------------------------------------- 10-11. optimizer
+    def _build_optimizer(self) -> None:
+        opt = self.args.train.optimizer
+        lr = _get(opt, "lr", 1e-4)
+        weight_decay = _get(opt, "weight_decay", 0.01)
+        eps = _get(opt, "eps", 1e-8)
+        betas = _get(opt, "betas", (0.9, 0.999))
+        decay, no_decay, seen = [], [], set()
+        for name, param in self.model.named_parameters():
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            lname = name.lower()
+            (no_decay if any(k in lname for k in NO_DECAY_KEYWORDS) else decay).append(param)
+        groups = [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
+        self.optimizer = torch.optim.AdamW(
+            groups, lr=lr, betas=tuple(float(b) for b in betas), eps=eps, foreach=None
+        )
+        logger.info_rank0(
+            "AdamW lr=%s weight_decay=%s: %d decay / %d no-decay params", lr, weight_decay, len(decay), len(no_decay)
+        )
+
+    def _build_lr_scheduler(self) -> None:
+        opt = self.args.train.optimizer
+        lr = _get(opt, "lr", 1e-4)
+        total = self.state.max_steps
+        warmup = math.ceil(total * _get(opt, "lr_warmup_ratio", 0.0))
+        decay_style = _get(opt, "lr_decay_style", "cosine")
+        lr_min = _get(opt, "lr_min", 0.0)
+        min_ratio = lr_min / lr if lr > 0 else 0.0
+
+        def lr_lambda(step: int) -> float:
+            if step < warmup:
+                return step / max(1, warmup)
+            if decay_style == "constant":
+                return 1.0
+            progress = (step - warmup) / max(1, total - warmup)
+            return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda)
+
+    # ----------------------------------------------------- 12. training context
+    def _build_training_context(self) -> None:
+        self.model_fwd_context = contextlib.nullcontext()
+        self.model_bwd_context = contextlib.nullcontext()
+        self.grad_scaler = None
+        mp = getattr(self.args.train, "mixed_precision", None)
+        if mp is not None and getattr(mp, "enabled", False):
+            logger.info_rank0("mixed precision comes from the FSDP2 MixedPrecisionPolicy (no autocast)")
+
+    # ----------------------------------------------------------- 13. callbacks
+    _GENERIC_ORDER = (
+        "logging_callback",
+        "eval_callback",
+        "profiler_callback",
+        "wandb_callback",
+        "tensorboard_callback",
+        "progress_callback",
+        "checkpoint_callback",
+        "hf_export_callback",
+        "moe_monitor_callback",
+        "gradient_health_callback",
+        "memory_monitor_callback",
+        "gc_callback",
+    )
+    _HOOK_ORDERS = {
+        "on_train_begin": (
+            "memory_monitor_callback",
+            "moe_monitor_callback",
+            "profiler_callback",
+            "wandb_callback",
+            "tensorboard_callback",
+            "progress_callback",
+            "checkpoint_callback",
+        ),
+        "on_train_end": (
+            "checkpoint_callback",
+            "hf_export_callback",
+            "progress_callback",
+            "tensorboard_callback",
+            "wandb_callback",
+            "profiler_callback",
+        ),
+        "on_step_begin": ("logging_callback",),
+        "on_substep_end": ("moe_monitor_callback",),
+        "on_pre_optimizer_step": (
+            "gradient_health_callback",
+            "logging_callback",
+            "wandb_callback",
+            "tensorboard_callback",
+        ),
+    }
+
+    def _init_callbacks(self) -> None:
+        from hyper_parallel.trainer import callbacks as cb
+
+        self.logging_callback = cb.LoggingCallback(self)
+        self.checkpoint_callback = cb.CheckpointCallback(self)
+        self.hf_export_callback = cb.SafetensorsExportCallback(self)
+        self.eval_callback = cb.EvalCallback(self)
+        self.profiler_callback = cb.ProfilerCallback(self)
+        self.wandb_callback = cb.WandbCallback(self)
+        self.tensorboard_callback = cb.TensorBoardCallback(self)
+        self.progress_callback = cb.ProgressCallback(self)
+        self.moe_monitor_callback = cb.MoEMonitorCallback(self)
+        self.gradient_health_callback = cb.GradientHealthCallback(self)
+        self.memory_monitor_callback = cb.MemoryMonitorCallback(self)
+        self.gc_callback = cb.GCCallback(self)
+        self.user_callbacks = []
+
+    def add_callback(self, callback) -> None:
+        self.user_callbacks.append(callback)
+
+    def _dispatch(self, hook: str, **kwargs) -> None:
+        names = self._HOOK_ORDERS.get(hook, self._GENERIC_ORDER)
+        for name in names:
+            callback = getattr(self, name, None)
+            if callback is not None:
+                getattr(callback, hook)(self.state, **kwargs)
+        for callback in self.user_callbacks:
+            getattr(callback, hook)(self.state, **kwargs)
+
+    def on_init_end(self) -> None:
+        self._dispatch("on_init_end")
+
+    def dispatch_log_event(self, metrics) -> None:
+        self._dispatch("on_log", metrics=metrics)
+
+    def dispatch_save_event(self, checkpoint_dir) -> None:
+        self._dispatch("on_save", checkpoint_dir=checkpoint_dir)
+
+    def dispatch_load_event(self, checkpoint_dir) -> None:
+        self._dispatch("on_load", checkpoint_dir=checkpoint_dir)
+
+    def dispatch_evaluate_event(self, metrics=None) -> None:
+        self._dispatch("on_evaluate", metrics=metrics)
+
+    # ------------------------------------------------------------ train step
+    def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):
+        micro_batch = _move_to_device(micro_batch, self.device)
+        with self.model_fwd_context:
+            out = self.model(**micro_batch, use_cache=False)
+            loss = out["loss"] if isinstance(out, dict) else out.loss
+            loss = _full_tensor(loss)
+        raw = loss.detach()
+        aggregation = _get(self.args.train.optimizer, "loss_aggregation", "token_weighted")
+        if aggregation == "rank_average":
+            scaled = loss / num_micro if num_micro > 1 else loss
+        else:
+            scaled = mean_global_loss(loss, mb_tokens, global_tokens, self.parallel_dims.dp_size)
+        with self.model_bwd_context:
+            scaled.backward()
+        return raw, mb_tokens
+
+    def train_step(self, it) -> dict[str, float]:
+        from torch.distributed.fsdp import FSDPModule
+
+        platform = get_platform()
+        micro_batches = next(it)
+        self.state.global_step += 1
+        n = len(micro_batches)
+
+        counts = [count_loss_token(mb) for mb in micro_batches]
+        local = sum(counts) or 1
+        if platform.get_world_size() > 1 and self._dp_group_info is not None and self._dp_group_info.group is not None:
+            t = platform.full((1,), local, device=self.device)
+            t, _ = platform.all_reduce(t, self._dp_group_info)
+            global_tokens = max(int(t.item()), 1)
+        else:
+            global_tokens = local
+        self._last_global_tokens = global_tokens
+
+        loss_sum = arith_sum = 0.0
+        tok_local = 0
+        is_fsdp = isinstance(self.model, FSDPModule)
+        for i, mb in enumerate(micro_batches):
+            is_last = i == n - 1
+            if is_fsdp:
+                self.model.set_requires_gradient_sync(is_last)
+                self.model.set_is_last_backward(is_last)
+                if n > 1 and i == 0:
+                    self.model.set_reshard_after_backward(False)
+                if n > 1 and i == n - 1:
+                    self.model.set_reshard_after_backward(True)
+            raw, tok = self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)
+            value = raw.item()
+            loss_sum += value * tok
+            arith_sum += value
+            tok_local += tok
+            self._dispatch("on_substep_end")
+
+        clip = self.spec.clip_grad_fn or torch.nn.utils.clip_grad_norm_
+        grad_norm = _full_tensor(clip(self.model.parameters(), self.args.train.optimizer.max_grad_norm))
+        self._dispatch("on_pre_optimizer_step", grad_norm=grad_norm.item())
+
+        self.optimizer.step()
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.step()
+        self.optimizer.zero_grad()
+
+        aggregation = _get(self.args.train.optimizer, "loss_aggregation", "token_weighted")
+        group_ok = self._dp_group_info is not None and self._dp_group_info.group is not None
+        if aggregation == "rank_average":
+            local_mean = arith_sum / max(n, 1)
+            if self._dp_group_info is not None and self._dp_group_info.rank_size > 1:
+                t = platform.full((1,), local_mean, device=self.device)
+                t, _ = platform.all_reduce(t, self._dp_group_info)
+                loss = t.item() / self._dp_group_info.rank_size
+            else:
+                loss = local_mean
+        elif platform.get_world_size() > 1 and group_ok:
+            t = platform.full((1,), loss_sum, device=self.device)
+            t, _ = platform.all_reduce(t, self._dp_group_info)
+            loss = t.item() / max(global_tokens, 1)
+        else:
+            loss = loss_sum / max(tok_local, 1)
+        return {"loss": loss, "grad_norm": grad_norm.item()}
+
+    # ------------------------------------------------------------------ train
+    def train(self) -> None:
+        train = self.args.train
+        epochs = _get(train, "num_train_epochs", 1)
+        logger.info_rank0("training for max_steps=%d, num_train_epochs=%d", self.state.max_steps, epochs)
+        self._dispatch("on_train_begin")
+        if self.state.global_step > 0:
+            logger.info_rank0("Resuming training from step %d", self.state.global_step)
+        for epoch in range(epochs):
+            if self.state.global_step >= self.state.max_steps:
+                break
+            self.state.epoch = epoch
+            if self.sampler is not None:
+                self.sampler.set_epoch(epoch)
+            self._dispatch("on_epoch_begin")
+            it = self._make_micro_batch_iterator()
+            while self.state.global_step < self.state.max_steps:
+                self._dispatch("on_step_begin")
+                try:
+                    metrics = self.train_step(it)
+                except StopIteration:
+                    logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
+                    break
+                self._dispatch("on_step_end", loss=metrics["loss"], grad_norm=metrics["grad_norm"])
+            self._dispatch("on_epoch_end")
+        self._dispatch("on_train_end")
+        get_platform().destroy_process_group()
+        logger.info_rank0("Training completed")
+
+
+__all__ = ["BaseTrainer", "TrainerState", "NO_DECAY_KEYWORDS"]

@@ -1,0 +1,26 @@
+"""Legacy entry point: ``python scripts/train_lm.py CONFIG.yaml [--a.b.c=value ...]`` (also under torchrun)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+
+from hyper_parallel.trainer.utils import init_logger  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    init_logger()
+    from hyper_parallel.trainer import LLMTrainer
+    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.utils.discovery import discover_model_spec
+
+    args = parse_args(HyperTrainerConfig, argv)
+    discover_model_spec(args.model.name)
+    LLMTrainer(args).train()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
