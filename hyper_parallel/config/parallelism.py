@@ -1,0 +1,53 @@
+"""ParallelismConfig: the degree of every parallel dimension and FSDP resharding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hyper_parallel.config._checks import check_bool, check_int
+from hyper_parallel.protocols.configurable import ConfigMixin
+
+__all__ = ["ParallelismConfig"]
+
+
+@dataclass(kw_only=True, slots=True)
+class ParallelismConfig(ConfigMixin):
+    """Parallel degrees. Comments name the legacy ``train.accelerator`` field each maps from.
+
+    Only per-field ranges are checked here. Checks that need the world size or relate degrees
+    to each other (the product, ``etp`` under EP, ``ulysses_degree`` dividing ``cp``, PP not yet
+    supported) belong to ``ParallelDims``, which already implements them once.
+    Legacy fields with no effect (``zero_stage``, ``async_cp``, ``comm_fusion``) have no
+    counterpart.
+    """
+
+    # dp_replicate (HSDP replica groups)
+    data_parallel_replicate_degree: int = 1
+    # dp_shard, else the legacy alias dp; -1 fills the ranks left over by the other degrees.
+    # Note: the legacy schema default (both None) resolves to 1, this default is -1.
+    data_parallel_shard_degree: int = -1
+    # tp
+    tensor_parallel_degree: int = 1
+    # cp
+    context_parallel_degree: int = 1
+    # pp
+    pipeline_parallel_degree: int = 1
+    # ep
+    expert_parallel_degree: int = 1
+    # etp
+    expert_tensor_parallel_degree: int = 1
+    # ulysses_degree (sequence-parallel split inside CP; None: not used)
+    ulysses_degree: int | None = None
+    # reshard_after_forward (FSDP2 frees unsharded params after forward)
+    reshard_after_forward: bool = True
+
+    def __post_init__(self) -> None:
+        check_int(self, "data_parallel_replicate_degree", minimum=1)
+        check_int(self, "data_parallel_shard_degree", minimum=1, allowed=(-1,))
+        check_int(self, "tensor_parallel_degree", minimum=1)
+        check_int(self, "context_parallel_degree", minimum=1)
+        check_int(self, "pipeline_parallel_degree", minimum=1)
+        check_int(self, "expert_parallel_degree", minimum=1)
+        check_int(self, "expert_tensor_parallel_degree", minimum=1)
+        check_int(self, "ulysses_degree", minimum=1, optional=True)
+        check_bool(self, "reshard_after_forward")

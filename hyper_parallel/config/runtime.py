@@ -1,0 +1,102 @@
+"""Runtime switches: activation checkpointing, compilation, communication and debugging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, get_args
+
+from hyper_parallel.config._checks import check_bool, check_choice, check_int
+from hyper_parallel.protocols.configurable import ConfigMixin
+
+if TYPE_CHECKING:
+    from hyper_parallel.config.training import TrainingConfig
+
+__all__ = [
+    "ActivationCheckpointConfig",
+    "CommConfig",
+    "CompileConfig",
+    "DebugConfig",
+    "effective_seed",
+]
+
+ACMode = Literal["none", "full", "selective"]
+CompileComponent = Literal["model", "loss"]
+CommBackend = Literal["gloo", "nccl", "hccl"]
+
+
+@dataclass(kw_only=True, slots=True)
+class ActivationCheckpointConfig(ConfigMixin):
+    """Activation checkpointing (recompute activations in backward to save memory)."""
+
+    # train.gradient_checkpointing.activation_checkpoint: the legacy off-values ("off", "none",
+    # None, False, "") map to "none", any other value to "full" (the legacy trainer always
+    # wraps whole layers, whatever the string says).
+    mode: ACMode = "none"
+
+    def __post_init__(self) -> None:
+        check_choice(self, "mode", get_args(ACMode))
+
+
+@dataclass(kw_only=True, slots=True)
+class CompileConfig(ConfigMixin):
+    """Compilation of the model and/or the loss (no legacy counterpart: always off there)."""
+
+    enable: bool = False
+    # What to compile when enabled.
+    components: list[CompileComponent] = field(default_factory=lambda: ["model", "loss"])
+
+    def __post_init__(self) -> None:
+        check_bool(self, "enable")
+        allowed = get_args(CompileComponent)
+        bad = (
+            [self.components]
+            if not isinstance(self.components, (list, tuple))
+            else [c for c in self.components if c not in allowed]
+        )
+        if bad:
+            raise ValueError(
+                f"CompileConfig.components: expected a list drawn from {', '.join(map(repr, allowed))}, "
+                f"got {self.components!r}"
+            )
+
+
+@dataclass(kw_only=True, slots=True)
+class CommConfig(ConfigMixin):
+    """Process-group setup."""
+
+    # train.comm_backend; None picks the device default (gloo on CPU, nccl on CUDA, hccl on NPU).
+    backend: CommBackend | None = None
+    # Timeout for init_process_group and the first collectives (no legacy counterpart).
+    init_timeout_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        check_choice(self, "backend", get_args(CommBackend), optional=True)
+        check_int(self, "init_timeout_seconds", minimum=1)
+
+
+@dataclass(kw_only=True, slots=True)
+class DebugConfig(ConfigMixin):
+    """Determinism and numerical debugging. Fields map from legacy ``train.debug``."""
+
+    # debug.deterministic: deterministic algorithms, cudnn deterministic, no cudnn benchmark
+    deterministic: bool = False
+    # debug.deterministic_warn_only: warn instead of raising on a nondeterministic op
+    deterministic_warn_only: bool = False
+    # debug.check_nan_inf: fail the step when the loss or grad norm is not finite
+    check_nan_inf: bool = False
+    # debug.gc_steps: run the garbage collector every N steps (0: never)
+    gc_steps: int = 0
+    # No legacy counterpart: when set, overrides TrainingConfig.seed (see effective_seed).
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        check_bool(self, "deterministic")
+        check_bool(self, "deterministic_warn_only")
+        check_bool(self, "check_nan_inf")
+        check_int(self, "gc_steps", minimum=0)
+        check_int(self, "seed", optional=True)
+
+
+def effective_seed(training: TrainingConfig, debug: DebugConfig) -> int:
+    """The run's seed: ``debug.seed`` when set, else ``training.seed``."""
+    return training.seed if debug.seed is None else debug.seed
