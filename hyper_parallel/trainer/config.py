@@ -591,10 +591,8 @@ def _convert_value(path: str, value: Any, annotation: Any) -> Any:
     if tp is float:
         return _to_float(path, value)
     if tp is str:
-        if not isinstance(value, str):
-            raise ValueError(
-                f"Invalid value for '{path}': expected str, got {value!r} (quote it in YAML, e.g. '{value}')"
-            )
+        # Kept as given: YAML reads a bare ``off`` as False, and the legacy consumers (e.g. the
+        # activation-checkpoint switch, spec 9.1) accept that spelling.
         return value
     kind = _container_kind(tp)
     if kind is dict and not isinstance(value, dict):
