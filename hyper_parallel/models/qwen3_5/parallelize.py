@@ -1,0 +1,140 @@
+"""``parallelize_qwen3_5``: frozen-param downcast, per-layer activation checkpointing, FSDP2."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard, register_fsdp_forward_method
+
+__all__ = ["AC_OFF_VALUES", "MP_DTYPES", "parallelize_qwen3_5", "resolve_mp_dtype"]
+
+# ``activation_checkpoint`` values that mean "off" (YAML bare ``off`` parses as False).
+AC_OFF_VALUES = ("off", "none", None, False, "")
+
+MP_DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+}
+
+_UNSUPPORTED_DEGREES = (
+    ("tp", "tensor parallelism"),
+    ("ep", "expert parallelism"),
+    ("cp", "context parallelism"),
+)
+
+
+_MISSING = object()
+
+
+def _get(obj: Any, path: str, default: Any) -> Any:
+    """``getattr`` along a dotted path; ``default`` when a link is missing (SimpleNamespace args).
+
+    An explicit None on the last link is returned as None.
+    """
+    *parents, leaf = path.split(".")
+    for name in parents:
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return default
+    value = getattr(obj, leaf, _MISSING)
+    return default if value is _MISSING else value
+
+
+def resolve_mp_dtype(value: Any, field: str) -> torch.dtype | None:
+    """Map a ``train.mixed_precision`` dtype string to a torch dtype; None stays None."""
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    if isinstance(value, str) and value in MP_DTYPES:
+        return MP_DTYPES[value]
+    raise ValueError(
+        f"train.mixed_precision.{field}={value!r} is not supported; expected one of {list(MP_DTYPES)}"
+    )
+
+
+def _submesh(mesh: DeviceMesh, names: str | tuple[str, ...]) -> DeviceMesh | None:
+    """``mesh[names]`` or None when the mesh has no such (possibly flattened) dim."""
+    with warnings.catch_warnings():
+        # Slicing a flattened alias from the root mesh warns in recent torch; the trainer registers them there.
+        warnings.filterwarnings("ignore", message="Slicing a flattened dim", category=UserWarning)
+        try:
+            return mesh[names]
+        except (KeyError, RuntimeError):
+            return None
+
+
+def _fsdp_mesh(mesh: DeviceMesh | None) -> DeviceMesh | None:
+    """HSDP 2-D ``(dp_replicate, dp_shard)`` when both exist, else ``fsdp``, else ``dp``, else the mesh."""
+    if mesh is None:
+        return None
+    names = mesh.mesh_dim_names or ()
+    if "dp_replicate" in names and "dp_shard" in names:
+        return mesh["dp_replicate", "dp_shard"]
+    for alias in ("fsdp", "dp"):
+        sub = _submesh(mesh, alias)
+        if sub is not None:
+            return sub
+    return mesh
+
+
+def _downcast_frozen(model: nn.Module, patterns: list[str], dtype: torch.dtype) -> None:
+    """Frozen params matching a freeze pattern take ``param_dtype`` before sharding (no grads, no MP cast)."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not param.requires_grad and any(p in name for p in patterns):
+                param.data = param.data.to(dtype)
+
+
+def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) -> nn.Module:
+    """Apply AC and FSDP2 to ``model`` in place and return it (legacy spec 9.1).
+
+    FSDP2 is applied even at dp size 1 so every layout takes the same reduction path.
+    """
+    for degree, what in _UNSUPPORTED_DEGREES:
+        value = _get(args, f"train.accelerator.{degree}", 1)
+        if value is not None and value > 1:
+            raise NotImplementedError(
+                f"train.accelerator.{degree}={value}: {what} is not implemented for qwen3_5; expected 1"
+            )
+
+    mp_policy = None
+    if _get(args, "train.mixed_precision.enabled", False):
+        dtypes = {
+            field: resolve_mp_dtype(_get(args, f"train.mixed_precision.{field}", default), field)
+            for field, default in (
+                ("param_dtype", "bfloat16"),
+                ("reduce_dtype", "float32"),
+                ("output_dtype", None),
+            )
+        }
+        mp_policy = MixedPrecisionPolicy(**dtypes)
+        freeze_modules = _get(args, "model.freeze_modules", None)
+        if freeze_modules and mp_policy.param_dtype in (torch.bfloat16, torch.float16):
+            _downcast_frozen(model, list(freeze_modules), mp_policy.param_dtype)
+
+    ac_mode = _get(args, "train.gradient_checkpointing.activation_checkpoint", "off")
+    if ac_mode not in AC_OFF_VALUES:
+        # The mode string is otherwise ignored: always full per-layer AC.
+        for i in range(len(model.layers)):
+            model.layers[i] = checkpoint_wrapper(model.layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+
+    kwargs: dict[str, Any] = {
+        "mesh": _fsdp_mesh(mesh),
+        "reshard_after_forward": _get(args, "train.accelerator.reshard_after_forward", True),
+    }
+    if mp_policy is not None:
+        kwargs["mp_policy"] = mp_policy
+    for layer in model.layers:
+        fully_shard(layer, **kwargs)
+    fully_shard(model, **kwargs)
+    # Calling forward_logits directly must also gather the root parameters (embed, norm, lm_head).
+    register_fsdp_forward_method(model, "forward_logits")
+    return model
