@@ -1,0 +1,158 @@
+"""``data.type: hf_datasets`` and ``json_file``: local HF datasets tokenised by the data transform (spec 7.2).
+
+Nothing is downloaded: ``data.train_path`` must exist locally. ``datasets`` is imported lazily so
+that importing :mod:`hyper_parallel.data` stays cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+
+import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0)
+
+__all__ = [
+    "FILE_BUILDERS",
+    "TokenizedDataset",
+    "check_train_path",
+    "load_raw_dataset",
+    "tokenize_dataset",
+    "build_hf_dataset",
+]
+
+logger = logging.getLogger(__name__)
+
+# Single-file builder by extension for data.type=hf_datasets (ours).
+FILE_BUILDERS: dict[str, str] = {
+    ".json": "json",
+    ".jsonl": "json",
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".txt": "text",
+}
+
+# Files that mark a directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
+_SAVE_TO_DISK_MARKERS = ("state.json", "dataset_dict.json")
+
+
+def check_train_path(
+    data_type: str, train_path: str | os.PathLike | None, *, streaming: bool = False
+) -> Path:
+    """Validate ``data.train_path`` and ``data.streaming`` for the hf/json path (spec 7.2 step 1)."""
+    if train_path is None or str(train_path) == "":
+        raise ValueError(
+            f"data.type={data_type} needs data.train_path (a local file or directory); it is not set"
+        )
+    path = Path(train_path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"data.train_path={str(train_path)!r} does not exist; data.type={data_type} expects a local "
+            "file or directory (nothing is downloaded)"
+        )
+    if streaming:
+        raise NotImplementedError(
+            "data.streaming=true is not supported: the distributed sampler needs a dataset with a length"
+        )
+    return path
+
+
+def load_raw_dataset(
+    data_type: str, train_path: str | os.PathLike, subset: str | None = None, *, streaming: bool = False
+):
+    """Load the "train" split of a local dataset (spec 7.2 step 2); returns a ``datasets.Dataset``."""
+    import datasets
+
+    path = check_train_path(data_type, train_path, streaming=streaming)
+    if data_type == "json_file":
+        return datasets.load_dataset("json", data_files=str(path), split="train")
+    if data_type != "hf_datasets":
+        raise ValueError(f"load_raw_dataset handles data.type hf_datasets or json_file, got {data_type!r}")
+    if path.is_dir():
+        if any((path / marker).is_file() for marker in _SAVE_TO_DISK_MARKERS):
+            loaded = datasets.load_from_disk(str(path))
+            if isinstance(loaded, datasets.DatasetDict):
+                if "train" not in loaded:
+                    raise ValueError(
+                        f"data.train_path={str(path)!r} is a saved DatasetDict without a 'train' split; "
+                        f"splits: {sorted(loaded.keys())}"
+                    )
+                return loaded["train"]
+            return loaded
+        if subset:
+            return datasets.load_dataset(str(path), subset, split="train")
+        return datasets.load_dataset(str(path), split="train")
+    builder = FILE_BUILDERS.get(path.suffix.lower())
+    if builder is None:
+        raise ValueError(
+            f"data.train_path={str(path)!r} has an unsupported extension {path.suffix!r}; expected a directory "
+            f"or a file ending in {', '.join(FILE_BUILDERS)}"
+        )
+    return datasets.load_dataset(builder, data_files=str(path), split="train")
+
+
+class TokenizedDataset(Dataset):
+    """Map-style view of a tokenised HF dataset; items are int64 ``input_ids`` and ``labels`` tensors."""
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
+        row = self.dataset[int(idx)]
+        return {
+            "input_ids": torch.tensor(row["input_ids"], dtype=torch.long),
+            "labels": torch.tensor(row["labels"], dtype=torch.long),
+        }
+
+
+def tokenize_dataset(ds: Any, data_transform: Any, train_size: int | None = None):
+    """Steps 3-4 of spec 7.2: optional ``select``, batched ``map`` dropping raw columns, drop empty rows."""
+    if train_size is not None and train_size < len(ds):
+        ds = ds.select(range(train_size))
+    ds = ds.map(data_transform, batched=True, remove_columns=ds.column_names, desc="Tokenizing")
+    return ds.filter(lambda r: len(r["input_ids"]) > 0)
+
+
+def build_hf_dataset(trainer: Any) -> TokenizedDataset:
+    """Legacy dispatch for ``hf_datasets`` / ``json_file``; shrinks ``state.max_steps`` to the data (spec 7.2)."""
+    args = trainer.args
+    data = getattr(args, "data", None)
+    train = getattr(args, "train", None)
+    data_type = getattr(data, "type", "dummy")
+    train_path = getattr(data, "train_path", None)
+    data_transform = getattr(trainer, "data_transform", None)
+    if data_transform is None:
+        raise ValueError(
+            f"data.type={data_type} needs a tokenizer-backed data transform: set model.tokenizer_path "
+            "(or model.weights_path)"
+        )
+    ds = load_raw_dataset(
+        data_type,
+        train_path,
+        getattr(data, "subset", None),
+        streaming=bool(getattr(data, "streaming", False)),
+    )
+    ds = tokenize_dataset(ds, data_transform, getattr(data, "train_size", None))
+    dataset = TokenizedDataset(ds)
+
+    global_batch_size = getattr(train, "global_batch_size", 8)
+    requested = getattr(train, "max_steps", 0)
+    max_steps = min(int(requested), len(dataset) // max(int(global_batch_size), 1))
+    if max_steps == 0:
+        raise ValueError(
+            f"data.train_path={str(train_path)!r} gives {len(dataset)} samples after tokenisation with "
+            f"train.global_batch_size={global_batch_size} and train.max_steps={requested}: max_steps would be 0; "
+            "expected at least one full global batch"
+        )
+    trainer.state.max_steps = max_steps
+    logger.info_rank0(  # type: ignore[attr-defined]
+        "%s dataset %s: %d samples, max_steps=%d", data_type, train_path, len(dataset), max_steps
+    )
+    return dataset
