@@ -19,7 +19,15 @@ def _build_fails(tmp_path, *overrides, exc=ValueError, match=None):
 
 
 def test_unknown_data_type(tmp_path):
-    _build_fails(tmp_path, "--data.type=parquet_stream", match=r"Unknown data.type 'parquet_stream'. Supported: dummy")
+    from parity import assets
+
+    # A tokenizer is configured so that the build reaches the dataset step (step 6).
+    _build_fails(
+        tmp_path,
+        "--data.type=parquet_stream",
+        f"--model.tokenizer_path={assets.tokenizer_dir()}",
+        match=r"Unknown data.type 'parquet_stream'. Supported: dummy",
+    )
 
 
 def test_missing_tokenizer_path(tmp_path):

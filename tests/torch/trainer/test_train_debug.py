@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -18,14 +19,40 @@ def reference_run(tmp_path_factory):
     return out, losses, grad_norms, trainer
 
 
+def _slope(values: list[float]) -> float:
+    n = len(values)
+    mean_x, mean_y = (n - 1) / 2, sum(values) / n
+    num = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values))
+    return num / sum((i - mean_x) ** 2 for i in range(n))
+
+
 def test_debug_recipe_loss_falls(reference_run):
+    """Dummy tokens are uniform over the vocab, so the recipe can only learn the logit scale:
+    its loss starts near ln(V) + 1 and falls towards ln(V); the trend must be downward."""
     _, losses, grad_norms, trainer = reference_run
     values = [float.fromhex(h) for h in losses]
     assert len(values) == 20 == trainer.state.global_step
-    # Step 1 runs at lr 0 (warmup), so the loss must fall clearly after warmup.
-    first, last = sum(values[:3]) / 3, sum(values[-3:]) / 3
-    assert last < first - 0.3, f"loss did not fall clearly: first3={first:.4f} last3={last:.4f}"
-    assert all(torch.isfinite(torch.tensor(float.fromhex(g))) for g in grad_norms)
+    assert sum(values[-5:]) / 5 < sum(values[:5]) / 5 - 0.02
+    assert _slope(values) < 0
+    assert all(math.isfinite(float.fromhex(g)) for g in grad_norms)
+
+
+def test_debug_recipe_on_text_learns(tmp_path):
+    """The same model and optimizer on the local text set: the loss falls by well over a nat."""
+    from parity import assets
+
+    args = debug_args(
+        tmp_path,
+        "--data.type=hf_datasets",
+        f"--data.train_path={assets.text_jsonl()}",
+        f"--model.tokenizer_path={assets.tokenizer_dir()}",
+        "--train.checkpoint.save_steps=0",
+    )
+    losses, _, trainer = run_curve(args)
+    values = [float.fromhex(h) for h in losses]
+    assert trainer.state.global_step == 20
+    assert sum(values[-3:]) / 3 < sum(values[:3]) / 3 - 1.5, values
+    assert not (tmp_path / "ckpt").exists()  # save_steps=0 writes nothing
 
 
 def test_two_runs_are_bit_identical(reference_run, tmp_path):
