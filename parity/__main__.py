@@ -1,0 +1,5 @@
+"""``python -m parity``: see ``parity.cli``."""
+
+from parity.cli import main
+
+raise SystemExit(main())

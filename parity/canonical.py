@@ -1,0 +1,363 @@
+"""Canonical artifacts: a JSON-able tree that two runs can be compared on bit for bit.
+
+Trees are built from ``dict`` (string keys), ``list``, ``str``, ``int``, ``bool``, ``None`` and two
+leaf types:
+
+- ``FloatLeaf``: a Python float as ``float.hex()`` plus a readable ``repr`` (NaN keeps its bits);
+- ``TensorLeaf``: dtype, shape and the sha256 of the raw bytes, hashed through the platform's
+  zero-copy byte view, so -0.0/+0.0 and NaN payloads count. Tensors of at most
+  ``INLINE_MAX_NUMEL`` elements are also inlined as their integer-view values (signed, same
+  width; bf16 as int16 since numpy has no bf16) plus hex floats. A leaf keeps a reference to the
+  live tensor (never serialised), so a large tensor is hashed once and only re-read, one pair at a
+  time, when two hashes differ and the comparator needs the first differing element.
+
+Parameters are named by FQN, never by ``id()``. Each artifact kind has a function here; every one
+returns such a tree, and ``canonicalise`` handles anything else made of the same pieces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from parity.ulp import float_hex, float_values, is_float_dtype
+
+__all__ = [
+    "INLINE_MAX_NUMEL",
+    "MARK",
+    "FloatLeaf",
+    "TensorLeaf",
+    "canonicalise",
+    "float_leaf",
+    "tensor_leaf",
+    "param_groups",
+    "lr_curve",
+    "losses",
+    "token_ids",
+    "batches",
+    "checkpoint",
+    "metrics",
+    "to_json",
+    "from_json",
+]
+
+INLINE_MAX_NUMEL = 64
+# Key that marks a leaf in the JSON form; user dicts may not use it.
+MARK = "__parity__"
+
+# Integer-view numpy dtype of each platform dtype name (for inline values read back from JSON).
+_INT_VIEW_DTYPE = {
+    "bool": np.uint8,
+    "uint8": np.uint8,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "float16": np.int16,
+    "bfloat16": np.int16,
+    "float32": np.int32,
+    "float64": np.int64,
+}
+
+
+def _platform():
+    from hyper_parallel.platform import get_platform
+
+    return get_platform()
+
+
+@dataclass(frozen=True)
+class FloatLeaf:
+    """A Python float: compared by ``hex`` (exact), shown with ``repr``."""
+
+    hex: str
+    repr: str
+
+    @property
+    def value(self) -> float:
+        if self.hex.startswith("nan("):
+            return math.nan
+        return float.fromhex(self.hex)
+
+    def to_json(self) -> dict[str, Any]:
+        return {MARK: "float", "hex": self.hex, "repr": self.repr}
+
+
+@dataclass(eq=False)
+class TensorLeaf:
+    """A tensor by dtype, shape and sha256 of its raw bytes (plus inline values when small)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    sha256: str
+    values: list[int] | None = None
+    hex: list[str] | None = None
+    source: Any = field(default=None, repr=False)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def int_bits(self) -> np.ndarray | None:
+        """Flat integer view of the elements: from the live tensor, else from the inline values."""
+        if self.source is not None:
+            return _platform().int_view_numpy(self.source)
+        if self.values is not None:
+            return np.asarray(self.values, dtype=_INT_VIEW_DTYPE.get(self.dtype, np.int64))
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {MARK: "tensor", "dtype": self.dtype, "shape": list(self.shape), "sha256": self.sha256}
+        if self.values is not None:
+            out["values"] = list(self.values)
+        if self.hex is not None:
+            out["hex"] = list(self.hex)
+        return out
+
+
+def float_leaf(value: float) -> FloatLeaf:
+    value = float(value)
+    return FloatLeaf(hex=float_hex(value), repr=repr(value))
+
+
+def tensor_leaf(tensor: Any) -> TensorLeaf:
+    """Hash one tensor through the platform's byte view; inline it when it is small."""
+    platform = _platform()
+    dtype = platform.dtype_name(tensor)
+    shape = tuple(int(d) for d in platform.shape(tensor))
+    digest = hashlib.sha256(platform.raw_bytes(tensor)).hexdigest()
+    values = hexes = None
+    if math.prod(shape) <= INLINE_MAX_NUMEL:
+        bits = platform.int_view_numpy(tensor)
+        values = [int(v) for v in bits.tolist()]
+        if is_float_dtype(dtype):
+            hexes = [float_hex(float(v)) for v in float_values(bits, dtype).tolist()]
+    return TensorLeaf(dtype=dtype, shape=shape, sha256=digest, values=values, hex=hexes, source=tensor)
+
+
+def _key(key: Any, path: str) -> str:
+    if isinstance(key, str):
+        if key == MARK:
+            raise ValueError(f"{path}: the key {MARK!r} is reserved for canonical leaves")
+        return key
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return str(int(key))
+    raise TypeError(f"{path}: dict key {key!r} has type {type(key).__name__}; expected str or int")
+
+
+def canonicalise(obj: Any, path: str = "$") -> Any:
+    """Turn a nested structure of scalars, floats, tensors, mappings and sequences into a tree."""
+    if obj is None or isinstance(obj, (str, FloatLeaf, TensorLeaf)):
+        return obj
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float_leaf(float(obj))
+    if isinstance(obj, Mapping):
+        if obj.get(MARK) is not None:
+            return from_json(obj, path)
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            skey = _key(key, path)
+            if skey in out:
+                raise ValueError(f"{path}: keys {key!r} and {skey!r} collide once converted to strings")
+            out[skey] = canonicalise(value, f"{path}.{skey}")
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [canonicalise(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if _platform().is_tensor(obj):
+        return tensor_leaf(obj)
+    raise TypeError(
+        f"{path}: cannot canonicalise a {type(obj).__module__}.{type(obj).__qualname__}; expected "
+        "None, bool, int, float, str, a tensor, a mapping or a list/tuple of those"
+    )
+
+
+# ----------------------------------------------------------------------------- artifact kinds
+
+
+def param_groups(groups: Sequence[Mapping[str, Any]], named_parameters: Iterable[tuple[str, Any]]) -> list[dict]:
+    """Optimizer param groups: each group's params as FQNs (in order) plus its hyperparameters.
+
+    ``named_parameters`` maps the parameter objects to FQNs (``model.named_parameters()``; a tied
+    parameter keeps its first name). A group may also list FQN strings directly.
+    """
+    fqn_by_id = {}
+    for fqn, param in named_parameters:
+        fqn_by_id.setdefault(id(param), fqn)  # id() is only a lookup key here; FQNs are stored
+    out = []
+    for gi, group in enumerate(groups):
+        if "params" not in group:
+            raise ValueError(f"param_groups[{gi}]: expected a 'params' entry")
+        names = []
+        for pi, param in enumerate(group["params"]):
+            if isinstance(param, str):
+                names.append(param)
+                continue
+            fqn = fqn_by_id.get(id(param))
+            if fqn is None:
+                shape = list(_platform().shape(param)) if _platform().is_tensor(param) else "?"
+                raise ValueError(
+                    f"param_groups[{gi}].params[{pi}] (shape {shape}) is not in named_parameters; "
+                    "pass the named parameters of every model part"
+                )
+            names.append(fqn)
+        hyper = {k: v for k, v in group.items() if k != "params"}
+        tree = canonicalise(hyper, f"param_groups[{gi}]")
+        tree["params"] = names
+        out.append(tree)
+    return out
+
+
+def lr_curve(lrs: Sequence[float] | Sequence[Sequence[float]]) -> list:
+    """Learning rate per step (a float, or one float per param group, per step)."""
+    return [canonicalise(step, f"lr_curve[{i}]") for i, step in enumerate(lrs)]
+
+
+def losses(values: Sequence[Any]) -> list:
+    """Loss per step: Python floats or 0-d tensors (kept as tensors: their dtype matters)."""
+    return [canonicalise(v, f"losses[{i}]") for i, v in enumerate(values)]
+
+
+def token_ids(ids: Any) -> Any:
+    """Token ids: a tensor, or (nested) lists of ints."""
+    tree = canonicalise(ids, "token_ids")
+
+    def check(node: Any, path: str) -> None:
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                check(v, f"{path}[{i}]")
+        elif not isinstance(node, (int, TensorLeaf)) or isinstance(node, bool):
+            raise TypeError(f"{path}: token ids must be ints or integer tensors, got {type(node).__name__}")
+
+    check(tree, "token_ids")
+    return tree
+
+
+def batches(items: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Batches as yielded by a dataloader: one mapping (input_ids, labels, ...) per step."""
+    out = []
+    for i, batch in enumerate(items):
+        if not isinstance(batch, Mapping):
+            raise TypeError(f"batches[{i}]: expected a mapping of field name to tensor, got {type(batch).__name__}")
+        out.append(canonicalise(batch, f"batches[{i}]"))
+    return out
+
+
+def _leaf_type(node: Any) -> str:
+    if isinstance(node, TensorLeaf):
+        return "tensor"
+    if isinstance(node, FloatLeaf):
+        return "float"
+    if node is None:
+        return "none"
+    return type(node).__name__
+
+
+def _flat_keys(node: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(node, dict):
+        if not node and prefix:
+            out[prefix] = "dict"
+        for key, value in node.items():
+            _flat_keys(value, f"{prefix}/{key}" if prefix else key, out)
+    elif isinstance(node, list):
+        if not node and prefix:
+            out[prefix] = "list"
+        for i, value in enumerate(node):
+            _flat_keys(value, f"{prefix}/{i}" if prefix else str(i), out)
+    else:
+        out[prefix] = _leaf_type(node)
+
+
+def checkpoint(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A state dict: per-tensor dtype/shape/sha256, the flat key set, and the non-tensor state.
+
+    ``keys`` maps every leaf path (``/``-joined, FQNs kept whole) to its type, so a renamed or
+    dropped entry shows as missing/extra keys; ``state`` is the canonical nested tree itself.
+    Tensors are hashed one at a time, so the state dict is never copied as a whole.
+    """
+    tree = canonicalise(state, "checkpoint")
+    if not isinstance(tree, dict):
+        raise TypeError(f"checkpoint: expected a mapping, got {type(state).__name__}")
+    keys: dict[str, str] = {}
+    _flat_keys(tree, "", keys)
+    return {"keys": dict(sorted(keys.items())), "state": tree}
+
+
+def metrics(
+    records: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    deterministic: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Metric records: the key set (with value types), plus values for the deterministic keys.
+
+    Wall-clock, memory and throughput metrics differ between runs, so only the keys listed in
+    ``deterministic`` (e.g. ``loss``, ``lr``, ``step``) keep their values.
+    """
+    rows = [records] if isinstance(records, Mapping) else list(records)
+    keep = set(deterministic)
+    keys: dict[str, str] = {}
+    values = []
+    for i, row in enumerate(rows):
+        tree = canonicalise(row, f"metrics[{i}]")
+        for key, value in tree.items():
+            keys.setdefault(key, _leaf_type(value))
+        values.append({k: v for k, v in tree.items() if k in keep})
+    return {"keys": dict(sorted(keys.items())), "values": values}
+
+
+# ----------------------------------------------------------------------------- JSON form
+
+
+def to_json(tree: Any) -> Any:
+    """The JSON-able form of a canonical tree (leaves become marked dicts)."""
+    if isinstance(tree, (FloatLeaf, TensorLeaf)):
+        return tree.to_json()
+    if isinstance(tree, dict):
+        return {k: to_json(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [to_json(v) for v in tree]
+    if tree is None or isinstance(tree, (str, int, bool)):
+        return tree
+    raise TypeError(f"not a canonical tree node: {type(tree).__name__} (canonicalise it first)")
+
+
+def from_json(obj: Any, path: str = "$") -> Any:
+    """Rebuild a canonical tree from its JSON form (e.g. a golden file)."""
+    if isinstance(obj, Mapping):
+        mark = obj.get(MARK)
+        if mark == "float":
+            _expect_fields(obj, ("hex", "repr"), path)
+            return FloatLeaf(hex=obj["hex"], repr=obj["repr"])
+        if mark == "tensor":
+            _expect_fields(obj, ("dtype", "shape", "sha256"), path)
+            return TensorLeaf(
+                dtype=obj["dtype"],
+                shape=tuple(obj["shape"]),
+                sha256=obj["sha256"],
+                values=obj.get("values"),
+                hex=obj.get("hex"),
+            )
+        if mark is not None:
+            raise ValueError(f"{path}: unknown leaf type {mark!r}; expected 'float' or 'tensor'")
+        return {k: from_json(v, f"{path}.{k}") for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_json(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, float):
+        raise ValueError(f"{path}: a bare JSON float {obj!r}; canonical floats are hex leaves")
+    return obj
+
+
+def _expect_fields(obj: Mapping[str, Any], names: Sequence[str], path: str) -> None:
+    missing = [n for n in names if n not in obj]
+    if missing:
+        raise ValueError(f"{path}: {obj.get(MARK)} leaf is missing {missing}")

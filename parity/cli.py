@@ -1,0 +1,275 @@
+"""``python -m parity list | run | update | report``: the harness from a shell, with rich output.
+
+- ``list``   the registered cases (id, tier, kind, seed, backends, golden present?);
+- ``run``    check the selected cases: progress bar, summary table (case x backend -> pass / FAIL /
+             skipped, time), each failure's report; unused goldens fail the run; exit 1 on any failure;
+- ``update`` regenerate the selected tier B goldens, serially, printing a unified diff per change;
+- ``report`` pretty-print the JSON reports under ``parity/reports/``.
+
+``--cases`` names the registry (``module[:ATTR]`` or ``file.py[:ATTR]``; default: the suites in
+``parity/suites``), ``-k`` selects by id like pytest's ``-k``, ``--id`` by exact id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from parity import golden
+from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
+from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
+from parity.report import load_reports
+from parity.select import keyword_matches
+
+DEFAULT_CASES = "parity.suites:REGISTRY"
+_STYLE = {
+    "pass": "green",
+    "unchanged": "green",
+    "created": "cyan",
+    "updated": "cyan",
+    "skip": "yellow",
+    "fail": "bold red",
+    "error": "bold red",
+}
+_LABEL = {"pass": "pass", "skip": "skipped", "fail": "FAIL", "error": "ERROR"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m parity", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def selection(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--cases", default=DEFAULT_CASES, help=f"registry to load (default {DEFAULT_CASES})")
+        p.add_argument("-k", dest="keyword", default=None, help="select case ids by expression (and/or/not)")
+        p.add_argument("--id", dest="ids", action="append", default=[], help="select an exact case id (repeatable)")
+        p.add_argument(
+            "--backend", dest="backends", action="append", choices=SUPPORTED_BACKENDS, default=[],
+            help="backend to run (repeatable; default: every backend a case names)",
+        )
+        p.add_argument("--golden-dir", type=Path, default=golden.DEFAULT_ROOT, help="golden root directory")
+
+    p_list = sub.add_parser("list", help="list the registered cases")
+    selection(p_list)
+    p_run = sub.add_parser("run", help="check the selected cases")
+    selection(p_run)
+    p_run.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where JSON reports go")
+    p_run.add_argument("--hypothesis-blob", default=None, help="replay one example of a hypothesis case")
+    p_update = sub.add_parser("update", help="regenerate tier B goldens (serially) and show their diffs")
+    selection(p_update)
+    p_update.add_argument("--prune-unused", action="store_true", help="delete golden files no case uses")
+    p_report = sub.add_parser("report", help="pretty-print the JSON reports")
+    p_report.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR)
+    p_report.add_argument("-k", dest="keyword", default=None, help="select reports by case id expression")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = console or Console()
+    if args.command == "report":
+        return _report(args, console)
+    if len(args.backends) == 1:
+        # Pick the platform before anything loads it (unset, the platform layer tries mindspore first).
+        from hyper_parallel.platform import PLATFORM_ENV
+
+        os.environ.setdefault(PLATFORM_ENV, args.backends[0])
+    try:
+        registry = load_registry(args.cases)
+        cases = registry.select(args.keyword, args.ids)
+    except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    return {"list": _list, "run": _run, "update": _update}[args.command](args, console, registry, cases)
+
+
+def _jobs(args: argparse.Namespace, registry: Registry, cases: list[Case], tier: str | None = None) -> list[tuple[Case, str]]:
+    backends = args.backends or registry.backends()
+    return [(c, b) for c in cases for b in backends if b in c.backends and (tier is None or c.tier == tier)]
+
+
+def _engine(args: argparse.Namespace, registry: Registry, report_dir: Path | None) -> Engine:
+    return Engine(
+        registry,
+        golden_root=args.golden_dir,
+        report_dir=report_dir,
+        commands=CliCommands(registry.source, args.golden_dir),
+    )
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _list(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    engine = _engine(args, registry, None)
+    table = Table(title=f"parity cases ({registry.source})")
+    for column in ("case", "tier", "kind", "seed", "backends", "golden"):
+        table.add_column(column, overflow="fold")
+    for case in cases:
+        status = "-"
+        if case.tier == "B":
+            present = [b for b in case.backends if engine.golden_path(case, b).exists()]
+            status = f"{engine.platform_key()}: " + (", ".join(present) if present else "missing")
+        tier = case.tier + (" (hypothesis)" if case.strategies else "")
+        table.add_row(case.id, tier, case.kind, str(case.seed), ", ".join(case.backends), status)
+    console.print(table)
+    return 0
+
+
+def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    if any(c.strategies for c in cases):
+        from parity.hypothesis_profiles import load_selected_profile
+
+        load_selected_profile()
+    engine = _engine(args, registry, args.report_dir)
+    jobs = _jobs(args, registry, cases)
+    engine._key_or_unknown()  # load the framework once, outside the per-case timings
+    outcomes: list[Outcome] = []
+    with _progress(console) as progress:
+        task = progress.add_task("parity run", total=len(jobs))
+        for case, backend in jobs:
+            progress.update(task, description=f"{backend} {case.id}")
+            outcomes.append(engine.check(case, backend, hypothesis_blob=args.hypothesis_blob))
+            progress.advance(task)
+    _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
+    for outcome in outcomes:
+        if outcome.status in ("fail", "error"):
+            _print_message(console, outcome)
+    unused = engine.unused_goldens()
+    _print_unused(console, unused)
+    failed = sum(o.status in ("fail", "error") for o in outcomes)
+    passed = sum(o.status == "pass" for o in outcomes)
+    skipped = sum(o.status == "skip" for o in outcomes)
+    style = "bold red" if failed or unused else "bold green"
+    console.print(
+        f"[{style}]{passed} passed, {failed} failed, {skipped} skipped, {len(unused)} unused golden(s)[/]"
+    )
+    return 1 if failed or unused else 0
+
+
+def _update(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    engine = _engine(args, registry, None)
+    jobs = _jobs(args, registry, cases, tier="B")
+    engine._key_or_unknown()  # load the framework once, outside the per-case timings
+    outcomes: list[Outcome] = []
+    with _progress(console) as progress:
+        task = progress.add_task("parity update", total=len(jobs))
+        for case, backend in jobs:  # serially, on purpose: one writer per golden directory
+            progress.update(task, description=f"{backend} {case.id}")
+            outcomes.append(engine.update(case, backend))
+            progress.advance(task)
+    for outcome in outcomes:
+        if outcome.diff:
+            console.print(f"[cyan]{outcome.status}[/] {outcome.golden_path}")
+            console.print(Syntax(outcome.diff, "diff", theme="ansi_dark", word_wrap=True))
+        elif outcome.status == "error":
+            _print_message(console, outcome)
+    _summary_table(console, "parity update", outcomes, args.backends or registry.backends())
+    unused = engine.unused_goldens()
+    if unused and args.prune_unused:
+        for path, why in unused:
+            path.unlink()
+            console.print(f"[yellow]deleted unused golden[/] {path} ({why})")
+        unused = []
+    _print_unused(console, unused)
+    errors = sum(o.status == "error" for o in outcomes)
+    changed = sum(o.status in ("created", "updated") for o in outcomes)
+    console.print(f"{changed} golden(s) written, {len(outcomes) - changed - errors} unchanged or skipped, {errors} error(s)")
+    return 1 if errors or unused else 0
+
+
+def _print_message(console: Console, outcome: Outcome) -> None:
+    """A failure report, unwrapped so its reproduce command stays one copyable line."""
+    console.rule(f"[red]{outcome.backend} {outcome.case.id}", style="red")
+    console.print(outcome.message, soft_wrap=True, markup=False, highlight=False)
+
+
+def _summary_table(console: Console, title: str, outcomes: list[Outcome], backends: list[str]) -> None:
+    table = Table(title=title)
+    table.add_column("case", overflow="fold")
+    table.add_column("tier")
+    for backend in backends:
+        table.add_column(backend)
+    rows: dict[str, dict[str, Outcome]] = {}
+    for outcome in outcomes:
+        rows.setdefault(outcome.case.id, {})[outcome.backend] = outcome
+    tiers = {o.case.id: o.case.tier for o in outcomes}
+    for case_id, by_backend in rows.items():
+        cells: list[Any] = [case_id, tiers[case_id]]
+        for backend in backends:
+            outcome = by_backend.get(backend)
+            if outcome is None:
+                cells.append(Text("-", style="dim"))
+                continue
+            label = _LABEL.get(outcome.status, outcome.status)
+            timing = f" {outcome.seconds:.2f}s" if outcome.status != "skip" else ""
+            cells.append(Text(label + timing, style=_STYLE.get(outcome.status, "")))
+        table.add_row(*cells)
+    console.print(table)
+    for outcome in outcomes:
+        if outcome.status == "skip" and outcome.message:
+            console.print(f"[yellow]skipped[/] {outcome.backend} {outcome.case.id}: {outcome.message}")
+
+
+def _print_unused(console: Console, unused: list[tuple[Path, str]]) -> None:
+    for path, why in unused:
+        console.print(f"[bold red]unused golden[/] {path}: {why}")
+    if unused:
+        console.print("register their cases, or delete them with `python -m parity update --prune-unused`")
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    reports = load_reports(args.report_dir)
+    shown = 0
+    for path, data, error in reports:
+        if error is not None:
+            console.print(f"[bold red]{error}[/]")
+            continue
+        assert data is not None
+        if args.keyword and not keyword_matches(args.keyword, str(data.get("case_id", ""))):
+            continue
+        shown += 1
+        summary = data.get("summary") or {}
+        table = Table(show_header=False, box=None)
+        table.add_column(style="bold")
+        table.add_column()
+        for label, value in (
+            ("backend / platform", f"{data.get('backend')} / {data.get('platform')}"),
+            ("tier / kind", f"{data.get('tier')} / {data.get('kind')}"),
+            ("error", data.get("error")),
+            ("artifact path", summary.get("artifact_path")),
+            ("first index", summary.get("first_index")),
+            ("expected", summary.get("expected")),
+            ("actual", summary.get("actual")),
+            ("mismatches", summary.get("mismatch_count")),
+            ("max |diff|", summary.get("max_abs_diff")),
+            ("max ULP", summary.get("max_ulp")),
+            ("hypothesis blob", (data.get("hypothesis") or {}).get("blob")),
+            ("reproduce", data.get("reproduce")),
+            ("file", str(path)),
+        ):
+            if value is not None:
+                table.add_row(label, Text(str(value)))
+        for diff in (data.get("differences") or [])[:10]:
+            table.add_row(f"  {diff.get('phase')}/{diff.get('kind')}", Text(f"{diff.get('path')}: {diff.get('message')}"))
+        console.print(Panel(table, title=str(data.get("case_id")), border_style="red"))
+    if not shown:
+        console.print(f"no parity reports under {args.report_dir}")
+    return 0

@@ -1,0 +1,201 @@
+"""The golden store: ``<root>/<backend>/<platform>/<case_id>.json``, one canonical JSON per case.
+
+A golden document is ``{"schema_version", "case", "fingerprint", "artifacts"}`` written as canonical
+JSON (sorted keys, indent 2, trailing newline) through a temp file in the same directory and
+``os.replace``, so regenerating an unchanged case rewrites identical bytes and a crash never
+leaves half a file.
+
+Fingerprint policy. Fields that **must match** the checking run, else the check fails with the
+command that regenerates the golden: ``backend``, ``platform`` (device key, e.g. ``cpu``,
+``cuda-h200``), the framework version (``torch``, exact, local suffix included: another build may
+round differently) and ``deterministic`` (goldens are made and checked with deterministic
+algorithms on). Recorded but **informational**: ``python`` and ``numpy`` (the harness only uses
+numpy for integer views and Python float formatting is exact); the artifact comparison catches
+any numerical effect they have.
+
+Failures name the file: a missing golden says how to create it; a corrupt one (not JSON, wrong
+shape, unknown schema) is reported and never replaced, not even by an update: inspect it and
+delete it by hand. A golden file with no registered tier B case is *unused* and fails the run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parity.env import required_fields
+from parity.fileio import TMP_SUFFIX, canonical_json, write_text_atomic
+
+if TYPE_CHECKING:
+    from parity.cases import Case, Registry
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DEFAULT_ROOT",
+    "GoldenError",
+    "GoldenMissingError",
+    "GoldenCorruptError",
+    "GoldenFingerprintError",
+    "golden_path",
+    "build_document",
+    "dumps",
+    "parse",
+    "load",
+    "check_fingerprint",
+    "write",
+    "find_unused",
+    "unified_diff",
+]
+
+SCHEMA_VERSION = 1
+DEFAULT_ROOT = Path(__file__).resolve().parent / "golden"
+_TOP_KEYS = ("artifacts", "case", "fingerprint", "schema_version")
+
+
+class GoldenError(Exception):
+    """A golden file problem; ``path`` is the file concerned."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(message)
+        self.path = Path(path)
+
+
+class GoldenMissingError(GoldenError):
+    pass
+
+
+class GoldenCorruptError(GoldenError):
+    pass
+
+
+class GoldenFingerprintError(GoldenError):
+    pass
+
+
+def golden_path(root: Path, backend: str, platform: str, case_id: str) -> Path:
+    return Path(root) / backend / platform / f"{case_id}.json"
+
+
+def case_block(case: Case) -> dict[str, Any]:
+    """What identifies the producing case inside its golden (compared like an artifact)."""
+    from parity.canonical import canonicalise, to_json
+
+    return {"id": case.id, "kind": case.kind, "params": to_json(canonicalise(case.param_dict)), "seed": case.seed}
+
+
+def build_document(case: Case, fingerprint: dict[str, Any], artifacts_json: Any) -> dict[str, Any]:
+    return {
+        "artifacts": artifacts_json,
+        "case": case_block(case),
+        "fingerprint": dict(fingerprint),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return canonical_json(document)
+
+
+def parse(text: str, path: Path) -> dict[str, Any]:
+    """Parse and validate a golden's text; any problem is a ``GoldenCorruptError`` naming ``path``."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise GoldenCorruptError(path, f"corrupt golden {path}: not valid JSON ({exc}); it was not replaced: "
+                                 "inspect it, delete it, then regenerate") from None
+    if not isinstance(doc, dict):
+        raise GoldenCorruptError(path, f"corrupt golden {path}: expected a JSON object, got {type(doc).__name__}")
+    missing = [k for k in _TOP_KEYS if k not in doc]
+    if missing:
+        raise GoldenCorruptError(path, f"corrupt golden {path}: missing top-level field(s) {missing}; expected {list(_TOP_KEYS)}")
+    if doc["schema_version"] != SCHEMA_VERSION:
+        raise GoldenCorruptError(
+            path,
+            f"golden {path} has schema_version {doc['schema_version']!r}, this harness reads {SCHEMA_VERSION}; "
+            "delete it and regenerate",
+        )
+    if not isinstance(doc["fingerprint"], dict) or not isinstance(doc["case"], dict):
+        raise GoldenCorruptError(path, f"corrupt golden {path}: 'fingerprint' and 'case' must be objects")
+    return doc
+
+
+def load(path: Path, create_command: str) -> dict[str, Any]:
+    """Read and validate a golden; a missing file raises with the command that creates it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GoldenMissingError(path, f"missing golden {path}; create it with:\n    {create_command}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GoldenCorruptError(path, f"corrupt golden {path}: unreadable ({exc})") from None
+    return parse(text, path)
+
+
+def check_fingerprint(stored: dict[str, Any], current: dict[str, Any], path: Path, regenerate_command: str) -> None:
+    """Fail when a must-match fingerprint field differs (see the module docstring)."""
+    recorded = stored["fingerprint"]
+    backend = current["backend"]
+    problems = [
+        f"{name}: golden has {recorded.get(name)!r}, this run has {current.get(name)!r}"
+        for name in required_fields(backend)
+        if recorded.get(name) != current.get(name)
+    ]
+    if not current.get("deterministic"):
+        problems.append("deterministic algorithms are off in this run; goldens are only checked with them on")
+    if problems:
+        raise GoldenFingerprintError(
+            path,
+            f"golden {path} was recorded in a different environment:\n    "
+            + "\n    ".join(problems)
+            + f"\n  if the change is intended, regenerate it with:\n    {regenerate_command}",
+        )
+
+
+def write(path: Path, text: str) -> None:
+    write_text_atomic(Path(path), text)
+
+
+def find_unused(root: Path, registry: Registry) -> list[tuple[Path, str]]:
+    """Golden files without a registered tier B case for their backend, and stray files: (path, why)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    out: list[tuple[Path, str]] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root)
+        if len(rel.parts) != 3:
+            out.append((path, "not at <backend>/<platform>/<case_id>.json"))
+            continue
+        backend = rel.parts[0]
+        if path.name.endswith(TMP_SUFFIX):
+            out.append((path, "leftover temp file of an interrupted write"))
+            continue
+        if path.suffix != ".json":
+            out.append((path, "not a .json golden"))
+            continue
+        case: Case | None = registry.get(path.stem)
+        if case is None:
+            out.append((path, "no registered case has this id"))
+        elif case.tier != "B":
+            out.append((path, "the case with this id is tier A (no golden)"))
+        elif backend not in case.backends:
+            out.append((path, f"case does not run on backend {backend!r}"))
+    return out
+
+
+def unified_diff(old: str, new: str, path: Path) -> str:
+    """A readable unified diff of a golden's text (``old`` empty for a created file)."""
+    try:
+        path = Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{path}" if old else "/dev/null",
+            tofile=f"b/{path}",
+        )
+    )

@@ -1,0 +1,146 @@
+"""Mismatch reports: one text block for the failure message and one JSON file per failing case.
+
+A report names the case, backend, platform, the first differing artifact path and element, the
+mismatch count, max |diff|, max ULP distance, both values in hex, and a one-line command that
+reproduces it (with the hypothesis blob when the inputs were generated). JSON reports live under
+``parity/reports/<backend>/<platform>/<case_id>.json`` (gitignored) and are written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.compare import PHASE_NAMES, Difference
+from parity.fileio import canonical_json, write_text_atomic
+
+__all__ = ["ParityReport", "report_path", "write_json_atomic", "load_reports", "MAX_TEXT_DIFFERENCES"]
+
+MAX_TEXT_DIFFERENCES = 20
+MAX_JSON_DIFFERENCES = 200
+
+
+@dataclass
+class ParityReport:
+    """Everything needed to understand and reproduce one failing case on one backend."""
+
+    case_id: str
+    kind: str
+    tier: str
+    backend: str
+    platform: str
+    reproduce: str
+    differences: list[Difference] = field(default_factory=list)
+    error: str | None = None  # a failure that is not a comparison (missing/corrupt golden, ...)
+    golden_path: str | None = None
+    hypothesis: dict[str, str] | None = None  # version, blob, falsifying example
+
+    @property
+    def first(self) -> Difference | None:
+        return self.differences[0] if self.differences else None
+
+    @property
+    def mismatch_count(self) -> int:
+        return sum(d.count for d in self.differences)
+
+    @property
+    def max_abs_diff(self) -> float | None:
+        values = [d.max_abs_diff for d in self.differences if d.max_abs_diff is not None]
+        return max(values) if values else None
+
+    @property
+    def max_ulp(self) -> int | None:
+        values = [d.max_ulp for d in self.differences if d.max_ulp is not None]
+        return max(values) if values else None
+
+    def summary(self) -> dict[str, Any]:
+        first = self.first
+        return {
+            "artifact_path": first.path if first else None,
+            "first_index": first.index if first else None,
+            "first_kind": first.kind if first else None,
+            "expected": first.expected if first else None,
+            "actual": first.actual if first else None,
+            "mismatch_count": self.mismatch_count,
+            "max_abs_diff": None if self.max_abs_diff is None else repr(self.max_abs_diff),
+            "max_ulp": self.max_ulp,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "kind": self.kind,
+            "tier": self.tier,
+            "backend": self.backend,
+            "platform": self.platform,
+            "error": self.error,
+            "golden_path": self.golden_path,
+            "summary": self.summary(),
+            "differences": [d.to_dict() for d in self.differences[:MAX_JSON_DIFFERENCES]],
+            "differences_total": len(self.differences),
+            "hypothesis": self.hypothesis,
+            "reproduce": self.reproduce,
+        }
+
+    def to_text(self) -> str:
+        sides = "legacy vs new" if self.tier == "A" else "golden vs produced"
+        lines = [
+            f"PARITY FAIL  case={self.case_id}  backend={self.backend}  platform={self.platform}  "
+            f"tier={self.tier} ({sides})"
+        ]
+        if self.error:
+            lines.append(f"  {self.error}")
+        first = self.first
+        if first is not None:
+            where = f"{first.path}" + (f"  (flat index {first.index})" if first.index is not None else "")
+            lines.append(f"  first difference [{PHASE_NAMES[first.phase]}/{first.kind}]: {where}")
+            lines.append(f"    {first.message}")
+            if first.expected is not None or first.actual is not None:
+                expected_side, actual_side = ("legacy", "new") if self.tier == "A" else ("golden", "produced")
+                lines.append(f"    expected ({expected_side}): {first.expected}")
+                lines.append(f"    actual   ({actual_side}): {first.actual}")
+            max_abs = "n/a" if self.max_abs_diff is None else repr(self.max_abs_diff)
+            max_ulp = "n/a" if self.max_ulp is None else str(self.max_ulp)
+            lines.append(
+                f"  mismatches: {self.mismatch_count}   max |diff|: {max_abs}   max ULP: {max_ulp}"
+                "   (ULP(+0.0, -0.0) = 0: equal numbers, different bits)"
+            )
+            lines.append(f"  differences ({len(self.differences)}):")
+            for d in self.differences[:MAX_TEXT_DIFFERENCES]:
+                at = f" @ {d.index}" if d.index is not None and d.kind == "bits" else ""
+                lines.append(f"    [{PHASE_NAMES[d.phase]}] {d.kind:<7} {d.path}{at}: {d.message}")
+            if len(self.differences) > MAX_TEXT_DIFFERENCES:
+                lines.append(f"    ... {len(self.differences) - MAX_TEXT_DIFFERENCES} more in the JSON report")
+        if self.hypothesis:
+            example = self.hypothesis.get("falsifying_example")
+            if example:
+                lines.append("  " + example.strip().replace("\n", "\n  "))
+            lines.append(f"  hypothesis blob: {self.hypothesis.get('blob')} (hypothesis {self.hypothesis.get('version')})")
+        lines.append(f"  reproduce: {self.reproduce}")
+        return "\n".join(lines)
+
+
+def report_path(report_dir: Path, backend: str, platform: str, case_id: str) -> Path:
+    return Path(report_dir) / backend / platform / f"{case_id}.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Canonical JSON, written atomically (temp file in the same directory + os.replace)."""
+    write_text_atomic(Path(path), canonical_json(data))
+
+
+def load_reports(report_dir: Path) -> list[tuple[Path, dict[str, Any] | None, str | None]]:
+    """Every ``*.json`` report under ``report_dir``: (path, data or None, error or None), sorted."""
+    out = []
+    root = Path(report_dir)
+    if not root.is_dir():
+        return out
+    for path in sorted(root.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out.append((path, data, None))
+        except (OSError, ValueError) as exc:
+            out.append((path, None, f"{path}: unreadable report ({exc})"))
+    return out

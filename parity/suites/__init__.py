@@ -1,0 +1,18 @@
+"""The default parity suite: every module in this package registers its cases into ``REGISTRY``.
+
+Adding cases: create ``parity/suites/<name>.py`` that calls ``REGISTRY.pair(...)`` /
+``REGISTRY.golden(...)`` at import time. Modules are imported in name order, so case order (and
+with it pytest-xdist collection) is the same in every process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from parity.cases import REGISTRY
+
+__all__ = ["REGISTRY"]
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
+    importlib.import_module(f"{__name__}.{_module}")

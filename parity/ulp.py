@@ -1,0 +1,84 @@
+"""Bit patterns to ordered keys: ULP distance and float values recovered from integer views.
+
+Floats are compared as integer views (same width, signed, as the platform returns them). To say
+*how far apart* two differing floats are, each bit pattern is mapped to an ordered key: the
+magnitude bits for positive numbers and their negation for negative ones. The ULP distance is the
+absolute difference of the keys, i.e. the number of representable steps between the two values.
+
+Convention (documented and tested): ``+0.0`` and ``-0.0`` both map to key 0, so their ULP distance
+is **0**, although the comparator still counts them as a *bit mismatch*. A distance of 0 next to a
+mismatch therefore means "numerically equal, bitwise different" (signed zero). NaN has no
+distance: elements where either side is NaN are excluded from ULP and ``|diff|`` statistics and
+counted separately as NaN mismatches.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+# Width in bytes of each float dtype name the platform reports, and the numpy float dtype that
+# reads the same bits (bfloat16 has none: it is widened to float32 by a 16-bit shift).
+FLOAT_WIDTH = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+_NUMPY_FLOAT = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+def is_float_dtype(dtype: str) -> bool:
+    """Whether ``dtype`` (a platform dtype name) has float semantics this module understands."""
+    return dtype in FLOAT_WIDTH
+
+
+def ordered_keys(bits: np.ndarray, width: int) -> np.ndarray:
+    """Map signed integer views of IEEE floats to int64 keys ordered like the real numbers."""
+    magnitude_mask = (1 << (8 * width - 1)) - 1
+    b = bits.astype(np.int64, copy=False)
+    magnitude = b & np.int64(magnitude_mask)
+    return np.where(b < 0, -magnitude, magnitude)
+
+
+def ulp_distance_keys(a_keys: np.ndarray, b_keys: np.ndarray) -> np.ndarray:
+    """``|a - b|`` of int64 keys as uint64, exact even where the int64 difference would overflow."""
+    au = a_keys.view(np.uint64)
+    bu = b_keys.view(np.uint64)
+    with np.errstate(over="ignore"):
+        return np.where(a_keys >= b_keys, au - bu, bu - au)
+
+
+def ulp_distance_bits(a_bits: np.ndarray, b_bits: np.ndarray, dtype: str) -> np.ndarray:
+    """Element-wise ULP distance between two integer views of the float dtype ``dtype``."""
+    width = FLOAT_WIDTH[dtype]
+    return ulp_distance_keys(ordered_keys(a_bits, width), ordered_keys(b_bits, width))
+
+
+def float_values(bits: np.ndarray, dtype: str) -> np.ndarray:
+    """Float64 values of integer views of ``dtype`` (exact: every narrower float widens exactly)."""
+    if dtype == "bfloat16":
+        widened = bits.astype(np.int32) << 16
+        return widened.view(np.float32).astype(np.float64)
+    return bits.view(_NUMPY_FLOAT[dtype]).astype(np.float64)
+
+
+def float_bits(x: float) -> int:
+    """The 64 bits of a Python float as a signed integer."""
+    return struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def ulp_distance_floats(a: float, b: float) -> int | None:
+    """ULP distance between two Python floats (float64); ``None`` when either is NaN."""
+    if a != a or b != b:
+        return None
+    keys = ordered_keys(np.array([float_bits(a), float_bits(b)], dtype=np.int64), 8)
+    return int(ulp_distance_keys(keys[:1], keys[1:])[0])
+
+
+def bits_hex(value: int, width: int) -> str:
+    """Two's-complement hex of a signed integer view element, zero-padded to its width."""
+    return f"0x{value & ((1 << (8 * width)) - 1):0{2 * width}x}"
+
+
+def float_hex(value: float) -> str:
+    """``float.hex()``, except NaN, which keeps its sign and payload via the float64 bits."""
+    if value != value:
+        return f"nan(0x{float_bits(value) & 0xFFFFFFFFFFFFFFFF:016x})"
+    return value.hex()
