@@ -45,7 +45,7 @@ def _warning_rank0(self: logging.Logger, msg, *args, **kwargs):
         self.warning(msg, *args, **kwargs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _once(logger_name: str, level: int, msg: str) -> None:
     logging.getLogger(logger_name).log(level, msg, stacklevel=4)
 
@@ -75,7 +75,9 @@ class _RankFilter(logging.Filter):
         return True
 
 
-def init_logger(level: int = logging.INFO, fmt: str | None = None, datefmt: str = "%H:%M:%S", stream=None) -> None:
+def init_logger(
+    level: int = logging.INFO, fmt: str | None = None, datefmt: str = "%H:%M:%S", stream=None
+) -> None:
     """Replace the root handlers with one rank-stamping stream handler."""
     root = logging.getLogger()
     for handler in list(root.handlers):

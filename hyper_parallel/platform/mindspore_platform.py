@@ -15,6 +15,4 @@ class MindSporePlatform:
     name = "mindspore"
 
     def __init__(self) -> None:
-        raise ImportError(
-            "the MindSpore platform is not implemented yet; set HYPER_PARALLEL_PLATFORM=torch"
-        )
+        raise ImportError("the MindSpore platform is not implemented yet; set HYPER_PARALLEL_PLATFORM=torch")

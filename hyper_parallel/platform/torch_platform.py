@@ -88,12 +88,20 @@ class TorchPlatform:
             logger.warning("could not seed device generator: %s", exc)
 
     def get_rng_state(self, device_handle=None) -> torch.Tensor:
-        if device_handle is not None and hasattr(device_handle, "get_rng_state") and device_handle is not torch.cpu:
+        if (
+            device_handle is not None
+            and hasattr(device_handle, "get_rng_state")
+            and device_handle is not torch.cpu
+        ):
             return device_handle.get_rng_state()
         return torch.get_rng_state()
 
     def set_rng_state(self, state: torch.Tensor, device_handle=None) -> None:
-        if device_handle is not None and hasattr(device_handle, "set_rng_state") and device_handle is not torch.cpu:
+        if (
+            device_handle is not None
+            and hasattr(device_handle, "set_rng_state")
+            and device_handle is not torch.cpu
+        ):
             device_handle.set_rng_state(state)
             return
         torch.set_rng_state(state)
@@ -184,7 +192,9 @@ class TorchPlatform:
 
     # ------------------------------------------------------------ nn / optim
     def cross_entropy(self, logits, labels, ignore_index: int = -100, reduction: str = "mean"):
-        return torch.nn.functional.cross_entropy(logits, labels, ignore_index=ignore_index, reduction=reduction)
+        return torch.nn.functional.cross_entropy(
+            logits, labels, ignore_index=ignore_index, reduction=reduction
+        )
 
     def pad_last_dim(self, tensor, right: int, value):
         return torch.nn.functional.pad(tensor, (0, right), value=value)
@@ -226,7 +236,9 @@ class TorchPlatform:
     def load(self, path: str | os.PathLike, *, weights_only: bool = True) -> Any:
         return torch.load(path, map_location="cpu", weights_only=weights_only)
 
-    def save_safetensors(self, tensors: Mapping[str, torch.Tensor], path: str | os.PathLike, metadata=None) -> None:
+    def save_safetensors(
+        self, tensors: Mapping[str, torch.Tensor], path: str | os.PathLike, metadata=None
+    ) -> None:
         from safetensors.torch import save_file
 
         save_file(dict(tensors), str(path), metadata=metadata)
@@ -258,7 +270,9 @@ class TorchPlatform:
     def set_full_model_state_dict(self, model, state_dict, *, strict: bool = False):
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        return set_model_state_dict(model, state_dict, options=StateDictOptions(full_state_dict=True, strict=strict))
+        return set_model_state_dict(
+            model, state_dict, options=StateDictOptions(full_state_dict=True, strict=strict)
+        )
 
     # ----------------------------------------------------------- distributed
     def is_distributed(self) -> bool:

@@ -127,7 +127,9 @@ class BaseTrainer:
                 continue
         if group is None and self.mesh.ndim == 1:
             group = self.mesh.get_group()
-        self._dp_group_info = GroupInfo(group_name="trainer_dp", group=group, rank_size=self.parallel_dims.dp_size)
+        self._dp_group_info = GroupInfo(
+            group_name="trainer_dp", group=group, rank_size=self.parallel_dims.dp_size
+        )
 
         seed = getattr(train, "seed", 42)
         try:
@@ -141,7 +143,9 @@ class BaseTrainer:
 
         debug = getattr(train, "debug", None)
         if debug is not None and getattr(debug, "deterministic", False):
-            torch.use_deterministic_algorithms(True, warn_only=getattr(debug, "deterministic_warn_only", False))
+            torch.use_deterministic_algorithms(
+                True, warn_only=getattr(debug, "deterministic_warn_only", False)
+            )
             torch.backends.cudnn.deterministic = True
             torch.backends.cudnn.benchmark = False
             if device_type == "cuda":
@@ -172,7 +176,9 @@ class BaseTrainer:
                 self.model = self.spec.build_model_fn(self.args)
         else:
             self.model = self.spec.build_model_fn(self.args)
-        self.parallel_dims.validate_against_model(self.model, seq_len=_get(self.args.data, "max_seq_len", 2048))
+        self.parallel_dims.validate_against_model(
+            self.model, seq_len=_get(self.args.data, "max_seq_len", 2048)
+        )
 
     def _freeze_model(self) -> None:
         patterns = getattr(self.args.model, "freeze_modules", None) or []
@@ -208,7 +214,9 @@ class BaseTrainer:
                 ds = ds.map(self.data_transform)
             self.train_dataset = ds
         else:
-            raise ValueError(f"Unknown data.type '{data_type}' for BaseTrainer. Supported: dummy, hf_datasets")
+            raise ValueError(
+                f"Unknown data.type '{data_type}' for BaseTrainer. Supported: dummy, hf_datasets"
+            )
 
     def _build_collate_fn(self) -> None:
         from hyper_parallel.data.collate import pad_collate
@@ -261,9 +269,21 @@ class BaseTrainer:
         )
 
     def _make_micro_batch_iterator(self):
-        """Group micro-batches into lists of ``_grad_accum``; the trailing partial list is yielded too."""
+        """Group micro-batches into lists of ``_grad_accum``; the trailing partial list is yielded too.
+
+        The loader iterator is created here, eagerly, without consuming the global RNG: creating it
+        draws a worker base seed, which would otherwise put a resumed run one draw away from an
+        uninterrupted one (the RNG is restored in ``on_train_begin``, before this call) **(ours)**.
+        """
+        platform = get_platform()
+        rng_state = platform.get_rng_state()
+        loader_iter = iter(self.train_dataloader)
+        platform.set_rng_state(rng_state)
+        return self._group_micro_batches(loader_iter)
+
+    def _group_micro_batches(self, loader_iter):
         group: list = []
-        for batch in iter(self.train_dataloader):
+        for batch in loader_iter:
             group.append(batch)
             if len(group) == self._grad_accum:
                 yield group
@@ -392,7 +412,9 @@ class BaseTrainer:
             state_dict = load_file(path)
         else:
             state_dict = torch.load(path, map_location="cpu", weights_only=True)
-        set_model_state_dict(self.model, state_dict, options=StateDictOptions(full_state_dict=True, strict=False))
+        set_model_state_dict(
+            self.model, state_dict, options=StateDictOptions(full_state_dict=True, strict=False)
+        )
         logical = {_logical_name(n) for n, _ in self.model.named_parameters()}
         missing = sorted(logical - set(state_dict))
         unexpected = sorted(set(state_dict) - logical)
@@ -423,7 +445,11 @@ class BaseTrainer:
             groups, lr=lr, betas=tuple(float(b) for b in betas), eps=eps, foreach=None
         )
         logger.info_rank0(
-            "AdamW lr=%s weight_decay=%s: %d decay / %d no-decay params", lr, weight_decay, len(decay), len(no_decay)
+            "AdamW lr=%s weight_decay=%s: %d decay / %d no-decay params",
+            lr,
+            weight_decay,
+            len(decay),
+            len(no_decay),
         )
 
     def _build_lr_scheduler(self) -> None:
@@ -486,6 +512,7 @@ class BaseTrainer:
             "tensorboard_callback",
             "wandb_callback",
             "profiler_callback",
+            "gc_callback",  # (ours) re-enables automatic GC that GCCallback turned off
         ),
         "on_step_begin": ("logging_callback",),
         "on_substep_end": ("moe_monitor_callback",),
@@ -568,7 +595,11 @@ class BaseTrainer:
 
         counts = [count_loss_token(mb) for mb in micro_batches]
         local = sum(counts) or 1
-        if platform.get_world_size() > 1 and self._dp_group_info is not None and self._dp_group_info.group is not None:
+        if (
+            platform.get_world_size() > 1
+            and self._dp_group_info is not None
+            and self._dp_group_info.group is not None
+        ):
             t = platform.full((1,), local, device=self.device)
             t, _ = platform.all_reduce(t, self._dp_group_info)
             global_tokens = max(int(t.item()), 1)

@@ -67,7 +67,9 @@ class LLMTrainer:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(
-            path, trust_remote_code=bool(getattr(args.model, "trust_remote_code", False)), local_files_only=True
+            path,
+            trust_remote_code=bool(getattr(args.model, "trust_remote_code", False)),
+            local_files_only=True,
         )
         if tokenizer.pad_token is None:
             if tokenizer.eos_token is not None:

@@ -56,7 +56,9 @@ class ParallelDims:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"train.accelerator.{name} must be an integer >= 1, got {value!r}")
         if not isinstance(self.dp_shard, int) or (self.dp_shard != -1 and self.dp_shard < 1):
-            raise ValueError(f"train.accelerator.dp_shard must be -1 (auto) or an integer >= 1, got {self.dp_shard!r}")
+            raise ValueError(
+                f"train.accelerator.dp_shard must be -1 (auto) or an integer >= 1, got {self.dp_shard!r}"
+            )
         if self.dp_shard == -1:
             non_dp = self.dp_replicate * self.cp * self.tp * self.pp * self.ep
             if self.world_size % non_dp != 0:
@@ -74,7 +76,9 @@ class ParallelDims:
                 f"{self.world_size}. Set train.accelerator.dp_shard=-1 to auto-infer."
             )
         if self.ep > 1 and self.etp not in (self.tp, 1):
-            raise ValueError(f"train.accelerator.etp must equal tp ({self.tp}) or 1 when ep > 1, got {self.etp}")
+            raise ValueError(
+                f"train.accelerator.etp must equal tp ({self.tp}) or 1 when ep > 1, got {self.etp}"
+            )
         if self.pp > 1:
             raise NotImplementedError("pipeline parallelism (train.accelerator.pp > 1) is not implemented")
         if self.cp > 1 and self.ulysses_degree is not None:

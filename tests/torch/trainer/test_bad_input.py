@@ -34,7 +34,10 @@ def test_missing_tokenizer_path(tmp_path):
     from parity import assets
 
     _build_fails(
-        tmp_path, "--data.type=json_file", f"--data.train_path={assets.alpaca_json()}", match="model.tokenizer_path"
+        tmp_path,
+        "--data.type=json_file",
+        f"--data.train_path={assets.alpaca_json()}",
+        match="model.tokenizer_path",
     )
 
 
@@ -50,7 +53,10 @@ def test_tokenizer_path_not_a_directory(tmp_path):
 
 def test_preset_file_missing(tmp_path):
     _build_fails(
-        tmp_path, "--data.type=preset_pt", f"--data.train_path={tmp_path / 'missing.pt'}", exc=FileNotFoundError
+        tmp_path,
+        "--data.type=preset_pt",
+        f"--data.train_path={tmp_path / 'missing.pt'}",
+        exc=FileNotFoundError,
     )
 
 

@@ -26,7 +26,9 @@ def _torchrun(out: Path, nproc: int) -> list[dict]:
         str(out),
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, (
+        f"torchrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    )
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(nproc)]
 
 
@@ -47,5 +49,7 @@ def test_two_rank_run_finishes_with_disjoint_samples(tmp_path):
     one = [float.fromhex(h) for h in single["losses"]]
     diffs = [abs(a - b) for a, b in zip(one, two, strict=True)]
     # Initial weights depend on the shard layout (spec 9.2), so the curves are close, not equal.
-    print(f"1-rank vs 2-rank loss: max |diff| = {max(diffs):.6f}, final 1-rank {one[-1]:.6f} 2-rank {two[-1]:.6f}")
+    print(
+        f"1-rank vs 2-rank loss: max |diff| = {max(diffs):.6f}, final 1-rank {one[-1]:.6f} 2-rank {two[-1]:.6f}"
+    )
     assert two[-1] < two[0]

@@ -87,6 +87,20 @@ def test_resume_from_step_10_is_bit_identical(reference_run, tmp_path):
     assert trainer.state.global_step == 20
     assert resumed_losses == losses[10:]
     assert resumed_grad_norms == grad_norms[10:]
+    # Everything the checkpoint restores ends in the same state as the uninterrupted run.
+    reference = torch.load(out / "ckpt" / "step_20" / "rng_rank0.pt", weights_only=True)
+    assert torch.equal(torch.get_rng_state(), reference)
+    ref_opt = torch.load(out / "ckpt" / "step_20" / "optimizer_rank0.pt", weights_only=True)
+    new_opt = trainer.base.optimizer.state_dict()
+    for key, state in ref_opt["state"].items():
+        for name, value in state.items():
+            mine = new_opt["state"][key][name]
+            mine = mine.to_local() if hasattr(mine, "to_local") else mine
+            value = value.to_local() if hasattr(value, "to_local") else value
+            assert torch.equal(
+                mine.view(torch.int32) if mine.is_floating_point() and mine.dim() else mine,
+                value.view(torch.int32) if value.is_floating_point() and value.dim() else value,
+            )
 
 
 def test_hf_export_loads_in_transformers(reference_run):
