@@ -229,6 +229,26 @@ class TorchPlatform:
     def null_context(self):
         return contextlib.nullcontext()
 
+    # ------------------------------------------------------------------- data
+    def as_int64(self, data) -> torch.Tensor:
+        """``data`` (int list or tensor) as an int64 tensor; no copy when it already is one."""
+        return torch.as_tensor(data, dtype=torch.int64)
+
+    def distributed_sampler(
+        self, dataset, *, num_replicas: int, rank: int, shuffle: bool, seed: int, drop_last: bool
+    ):
+        from torch.utils.data.distributed import DistributedSampler
+
+        return DistributedSampler(
+            dataset, num_replicas=num_replicas, rank=rank, shuffle=shuffle, seed=seed, drop_last=drop_last
+        )
+
+    def stateful_dataloader(self, dataset, **kwargs):
+        """A ``torchdata`` ``StatefulDataLoader`` (resumable mid-epoch through its state_dict)."""
+        from torchdata.stateful_dataloader import StatefulDataLoader
+
+        return StatefulDataLoader(dataset, **kwargs)
+
     # ------------------------------------------------------------ save / load
     def save(self, obj: Any, path: str | os.PathLike) -> None:
         torch.save(obj, path)
