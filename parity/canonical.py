@@ -115,7 +115,12 @@ class TensorLeaf:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {MARK: "tensor", "dtype": self.dtype, "shape": list(self.shape), "sha256": self.sha256}
+        out: dict[str, Any] = {
+            MARK: "tensor",
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "sha256": self.sha256,
+        }
         if self.values is not None:
             out["values"] = list(self.values)
         if self.hex is not None:
@@ -186,7 +191,9 @@ def canonicalise(obj: Any, path: str = "$") -> Any:
 # ----------------------------------------------------------------------------- artifact kinds
 
 
-def param_groups(groups: Sequence[Mapping[str, Any]], named_parameters: Iterable[tuple[str, Any]]) -> list[dict]:
+def param_groups(
+    groups: Sequence[Mapping[str, Any]], named_parameters: Iterable[tuple[str, Any]]
+) -> list[dict]:
     """Optimizer param groups: each group's params as FQNs (in order) plus its hyperparameters.
 
     ``named_parameters`` maps the parameter objects to FQNs (``model.named_parameters()``; a tied
@@ -249,7 +256,9 @@ def batches(items: Sequence[Mapping[str, Any]]) -> list[dict]:
     out = []
     for i, batch in enumerate(items):
         if not isinstance(batch, Mapping):
-            raise TypeError(f"batches[{i}]: expected a mapping of field name to tensor, got {type(batch).__name__}")
+            raise TypeError(
+                f"batches[{i}]: expected a mapping of field name to tensor, got {type(batch).__name__}"
+            )
         out.append(canonicalise(batch, f"batches[{i}]"))
     return out
 

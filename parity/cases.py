@@ -98,7 +98,9 @@ class Case:
                 )
         is_pair = self.legacy is not None or self.new is not None
         if is_pair and self.producer is not None:
-            raise ValueError(f"case {self.name!r}: give either legacy+new (tier A) or producer (tier B), not both")
+            raise ValueError(
+                f"case {self.name!r}: give either legacy+new (tier A) or producer (tier B), not both"
+            )
         if is_pair and (self.legacy is None or self.new is None):
             raise ValueError(f"case {self.name!r}: a tier A case needs both a legacy and a new producer")
         if not is_pair and self.producer is None:
@@ -139,7 +141,9 @@ class Registry:
 
     def add(self, case: Case) -> Case:
         if case.id in self._cases:
-            raise ValueError(f"duplicate parity case id {case.id!r}; give the case a different name or params")
+            raise ValueError(
+                f"duplicate parity case id {case.id!r}; give the case a different name or params"
+            )
         self._cases[case.id] = case
         return case
 

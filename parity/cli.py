@@ -51,9 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     def selection(p: argparse.ArgumentParser) -> None:
         p.add_argument("--cases", default=DEFAULT_CASES, help=f"registry to load (default {DEFAULT_CASES})")
         p.add_argument("-k", dest="keyword", default=None, help="select case ids by expression (and/or/not)")
-        p.add_argument("--id", dest="ids", action="append", default=[], help="select an exact case id (repeatable)")
         p.add_argument(
-            "--backend", dest="backends", action="append", choices=SUPPORTED_BACKENDS, default=[],
+            "--id", dest="ids", action="append", default=[], help="select an exact case id (repeatable)"
+        )
+        p.add_argument(
+            "--backend",
+            dest="backends",
+            action="append",
+            choices=SUPPORTED_BACKENDS,
+            default=[],
             help="backend to run (repeatable; default: every backend a case names)",
         )
         p.add_argument("--golden-dir", type=Path, default=golden.DEFAULT_ROOT, help="golden root directory")
@@ -92,7 +98,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     return {"list": _list, "run": _run, "update": _update}[args.command](args, console, registry, cases)
 
 
-def _jobs(args: argparse.Namespace, registry: Registry, cases: list[Case], tier: str | None = None) -> list[tuple[Case, str]]:
+def _jobs(
+    args: argparse.Namespace, registry: Registry, cases: list[Case], tier: str | None = None
+) -> list[tuple[Case, str]]:
     backends = args.backends or registry.backends()
     return [(c, b) for c in cases for b in backends if b in c.backends and (tier is None or c.tier == tier)]
 
@@ -191,7 +199,9 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
     _print_unused(console, unused)
     errors = sum(o.status == "error" for o in outcomes)
     changed = sum(o.status in ("created", "updated") for o in outcomes)
-    console.print(f"{changed} golden(s) written, {len(outcomes) - changed - errors} unchanged or skipped, {errors} error(s)")
+    console.print(
+        f"{changed} golden(s) written, {len(outcomes) - changed - errors} unchanged or skipped, {errors} error(s)"
+    )
     return 1 if errors or unused else 0
 
 
@@ -268,7 +278,10 @@ def _report(args: argparse.Namespace, console: Console) -> int:
             if value is not None:
                 table.add_row(label, Text(str(value)))
         for diff in (data.get("differences") or [])[:10]:
-            table.add_row(f"  {diff.get('phase')}/{diff.get('kind')}", Text(f"{diff.get('path')}: {diff.get('message')}"))
+            table.add_row(
+                f"  {diff.get('phase')}/{diff.get('kind')}",
+                Text(f"{diff.get('path')}: {diff.get('message')}"),
+            )
         console.print(Panel(table, title=str(data.get("case_id")), border_style="red"))
     if not shown:
         console.print(f"no parity reports under {args.report_dir}")

@@ -108,14 +108,24 @@ def _walk(e: Any, a: Any, parts: tuple[str | int, ...], out: list[Difference]) -
     path = format_path(parts)
     if te != ta:
         out.append(
-            Difference(STRUCTURE, "type", path, f"type changed: expected {te}, got {ta}", expected=te, actual=ta)
+            Difference(
+                STRUCTURE, "type", path, f"type changed: expected {te}, got {ta}", expected=te, actual=ta
+            )
         )
         return
     if te == "dict":
         for key in sorted(e.keys() - a.keys()):
-            out.append(Difference(STRUCTURE, "missing", format_path((*parts, key)), "missing key (expected, not produced)"))
+            out.append(
+                Difference(
+                    STRUCTURE, "missing", format_path((*parts, key)), "missing key (expected, not produced)"
+                )
+            )
         for key in sorted(a.keys() - e.keys()):
-            out.append(Difference(STRUCTURE, "extra", format_path((*parts, key)), "extra key (produced, not expected)"))
+            out.append(
+                Difference(
+                    STRUCTURE, "extra", format_path((*parts, key)), "extra key (produced, not expected)"
+                )
+            )
         for key in sorted(e.keys() & a.keys()):
             _walk(e[key], a[key], (*parts, key), out)
     elif te == "list":
@@ -176,7 +186,14 @@ def _tensor_differences(e: TensorLeaf, a: TensorLeaf, path: str) -> list[Differe
     layout = []
     if e.dtype != a.dtype:
         layout.append(
-            Difference(LAYOUT, "dtype", path, f"dtype changed: expected {e.dtype}, got {a.dtype}", expected=e.dtype, actual=a.dtype)
+            Difference(
+                LAYOUT,
+                "dtype",
+                path,
+                f"dtype changed: expected {e.dtype}, got {a.dtype}",
+                expected=e.dtype,
+                actual=a.dtype,
+            )
         )
     if tuple(e.shape) != tuple(a.shape):
         layout.append(

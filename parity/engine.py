@@ -29,7 +29,14 @@ from typing import Any, Protocol
 from parity import canonical, golden
 from parity.cases import Case, Registry
 from parity.compare import Difference, compare
-from parity.env import backend_skip_reason, ensure_deterministic, fingerprint, get_platform, platform_key, seed_all
+from parity.env import (
+    backend_skip_reason,
+    ensure_deterministic,
+    fingerprint,
+    get_platform,
+    platform_key,
+    seed_all,
+)
 from parity.report import ParityReport, report_path, write_json_atomic
 
 __all__ = [
@@ -162,7 +169,9 @@ class Engine:
         except Exception as exc:  # noqa: BLE001 - reported as an error outcome by the CLI
             if not self.catch_errors:
                 raise
-            outcome = Outcome(case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc))
+            outcome = Outcome(
+                case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
+            )
         outcome.seconds = time.perf_counter() - start
         self._store_report(outcome)
         return outcome
@@ -179,7 +188,9 @@ class Engine:
         if skip is not None:
             return Outcome(case, backend, self._key_or_unknown(), "skip", message=skip)
         if case.tier != "B":
-            return Outcome(case, backend, self.platform_key(), "skip", message="tier A case: no golden to update")
+            return Outcome(
+                case, backend, self.platform_key(), "skip", message="tier A case: no golden to update"
+            )
         try:
             path, text = self.produce_golden(case, backend)
             old = ""
@@ -191,13 +202,19 @@ class Engine:
             else:
                 golden.write(path, text)
                 status, diff = ("updated" if old else "created"), golden.unified_diff(old, text, path)
-            outcome = Outcome(case, backend, self.platform_key(), status, golden_path=path, document=text, diff=diff)
+            outcome = Outcome(
+                case, backend, self.platform_key(), status, golden_path=path, document=text, diff=diff
+            )
         except golden.GoldenError as exc:
-            outcome = Outcome(case, backend, self.platform_key(), "error", message=str(exc), golden_path=exc.path)
+            outcome = Outcome(
+                case, backend, self.platform_key(), "error", message=str(exc), golden_path=exc.path
+            )
         except Exception as exc:  # noqa: BLE001
             if not self.catch_errors:
                 raise
-            outcome = Outcome(case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc))
+            outcome = Outcome(
+                case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
+            )
         outcome.seconds = time.perf_counter() - start
         return outcome
 
@@ -218,7 +235,9 @@ class Engine:
             differences = self._pair_differences(case, {})
         return self._outcome(case, backend, differences, hypothesis=hyp_info)
 
-    def _run_hypothesis(self, case: Case, backend: str, blob: str | None) -> tuple[list[Difference], dict | None]:
+    def _run_hypothesis(
+        self, case: Case, backend: str, blob: str | None
+    ) -> tuple[list[Difference], dict | None]:
         import hypothesis
         from hypothesis import given, settings
 
@@ -231,7 +250,9 @@ class Engine:
         test = given(**case.strategy_dict)(check_example)
         test = settings(parent, report_multiple_bugs=False, print_blob=True)(test)
         # Without this, every case would share one example database key (one inner function).
-        test._hypothesis_internal_database_key = hashlib.sha384(f"parity:{case.id}:{backend}".encode()).digest()
+        test._hypothesis_internal_database_key = hashlib.sha384(
+            f"parity:{case.id}:{backend}".encode()
+        ).digest()
         if blob:
             test = hypothesis.reproduce_failure(hypothesis.__version__, blob.encode())(test)
         try:
@@ -262,7 +283,9 @@ class Engine:
         key = self.platform_key()
         try:
             stored = golden.load(path, self.commands.update(case, backend))
-            golden.check_fingerprint(stored, fingerprint(backend, self.platform()), path, self.commands.update(case, backend))
+            golden.check_fingerprint(
+                stored, fingerprint(backend, self.platform()), path, self.commands.update(case, backend)
+            )
             expected_case = canonical.from_json(stored["case"], f"{path}:case")
             expected = canonical.from_json(stored["artifacts"], f"{path}:artifacts")
         except golden.GoldenError as exc:
@@ -275,7 +298,9 @@ class Engine:
             outcome.golden_path, outcome.document = path, text
             return outcome
         actual_case = canonical.from_json(golden.case_block(case))
-        differences = compare(expected_case, actual_case, root="case") + compare(expected, actual_tree, root=case.kind)
+        differences = compare(expected_case, actual_case, root="case") + compare(
+            expected, actual_tree, root=case.kind
+        )
         differences.sort(key=lambda d: d.phase)
         outcome = self._outcome(case, backend, differences)
         outcome.golden_path, outcome.document, outcome.platform = path, text, key

@@ -112,4 +112,3 @@ def backend_skip_reason(backend: str) -> str | None:
             f"rerun with {PLATFORM_ENV}={backend}"
         )
     return None
-

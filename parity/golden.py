@@ -82,7 +82,12 @@ def case_block(case: Case) -> dict[str, Any]:
     """What identifies the producing case inside its golden (compared like an artifact)."""
     from parity.canonical import canonicalise, to_json
 
-    return {"id": case.id, "kind": case.kind, "params": to_json(canonicalise(case.param_dict)), "seed": case.seed}
+    return {
+        "id": case.id,
+        "kind": case.kind,
+        "params": to_json(canonicalise(case.param_dict)),
+        "seed": case.seed,
+    }
 
 
 def build_document(case: Case, fingerprint: dict[str, Any], artifacts_json: Any) -> dict[str, Any]:
@@ -103,13 +108,20 @@ def parse(text: str, path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise GoldenCorruptError(path, f"corrupt golden {path}: not valid JSON ({exc}); it was not replaced: "
-                                 "inspect it, delete it, then regenerate") from None
+        raise GoldenCorruptError(
+            path,
+            f"corrupt golden {path}: not valid JSON ({exc}); it was not replaced: "
+            "inspect it, delete it, then regenerate",
+        ) from None
     if not isinstance(doc, dict):
-        raise GoldenCorruptError(path, f"corrupt golden {path}: expected a JSON object, got {type(doc).__name__}")
+        raise GoldenCorruptError(
+            path, f"corrupt golden {path}: expected a JSON object, got {type(doc).__name__}"
+        )
     missing = [k for k in _TOP_KEYS if k not in doc]
     if missing:
-        raise GoldenCorruptError(path, f"corrupt golden {path}: missing top-level field(s) {missing}; expected {list(_TOP_KEYS)}")
+        raise GoldenCorruptError(
+            path, f"corrupt golden {path}: missing top-level field(s) {missing}; expected {list(_TOP_KEYS)}"
+        )
     if doc["schema_version"] != SCHEMA_VERSION:
         raise GoldenCorruptError(
             path,
@@ -127,13 +139,17 @@ def load(path: Path, create_command: str) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GoldenMissingError(path, f"missing golden {path}; create it with:\n    {create_command}") from None
+        raise GoldenMissingError(
+            path, f"missing golden {path}; create it with:\n    {create_command}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenCorruptError(path, f"corrupt golden {path}: unreadable ({exc})") from None
     return parse(text, path)
 
 
-def check_fingerprint(stored: dict[str, Any], current: dict[str, Any], path: Path, regenerate_command: str) -> None:
+def check_fingerprint(
+    stored: dict[str, Any], current: dict[str, Any], path: Path, regenerate_command: str
+) -> None:
     """Fail when a must-match fingerprint field differs (see the module docstring)."""
     recorded = stored["fingerprint"]
     backend = current["backend"]

@@ -97,7 +97,9 @@ def run_case(
         snapshot = request.getfixturevalue("snapshot")
         assert snapshot.use_extension(golden_extension(path)) == text
         return
-    outcome = engine.check(case, backend, hypothesis_blob=request.config.getoption("parity_hypothesis_blob", None))
+    outcome = engine.check(
+        case, backend, hypothesis_blob=request.config.getoption("parity_hypothesis_blob", None)
+    )
     if outcome.status == "skip":
         pytest.skip(outcome.message)
     if not outcome.ok:

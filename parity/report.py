@@ -112,12 +112,16 @@ class ParityReport:
                 at = f" @ {d.index}" if d.index is not None and d.kind == "bits" else ""
                 lines.append(f"    [{PHASE_NAMES[d.phase]}] {d.kind:<7} {d.path}{at}: {d.message}")
             if len(self.differences) > MAX_TEXT_DIFFERENCES:
-                lines.append(f"    ... {len(self.differences) - MAX_TEXT_DIFFERENCES} more in the JSON report")
+                lines.append(
+                    f"    ... {len(self.differences) - MAX_TEXT_DIFFERENCES} more in the JSON report"
+                )
         if self.hypothesis:
             example = self.hypothesis.get("falsifying_example")
             if example:
                 lines.append("  " + example.strip().replace("\n", "\n  "))
-            lines.append(f"  hypothesis blob: {self.hypothesis.get('blob')} (hypothesis {self.hypothesis.get('version')})")
+            lines.append(
+                f"  hypothesis blob: {self.hypothesis.get('blob')} (hypothesis {self.hypothesis.get('version')})"
+            )
         lines.append(f"  reproduce: {self.reproduce}")
         return "\n".join(lines)
 

@@ -67,7 +67,9 @@ class GoldenSnapshotExtension(SingleFileSnapshotExtension):
             return data
         return golden.dumps(data)
 
-    def read_snapshot_data_from_location(self, *, snapshot_location: str, snapshot_name: str, session_id: str) -> str | None:
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> str | None:
         path = Path(snapshot_location)
         try:
             text = path.read_text(encoding="utf-8")
@@ -77,12 +79,16 @@ class GoldenSnapshotExtension(SingleFileSnapshotExtension):
         return text
 
     @classmethod
-    def write_snapshot_collection(cls, *, snapshot_collection: SnapshotCollection, name_order: Any = None) -> None:
+    def write_snapshot_collection(
+        cls, *, snapshot_collection: SnapshotCollection, name_order: Any = None
+    ) -> None:
         data = next(iter(snapshot_collection)).data
         golden.write(Path(snapshot_collection.location), data)
 
     def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
-        raise RuntimeError(f"parity never lets syrupy delete goldens ({snapshot_location}); delete unused ones by hand")
+        raise RuntimeError(
+            f"parity never lets syrupy delete goldens ({snapshot_location}); delete unused ones by hand"
+        )
 
 
 def golden_extension(path: Path) -> type[GoldenSnapshotExtension]:

@@ -1,0 +1,88 @@
+"""Session-wide test setup: per-worker device pinning, hypothesis profiles, determinism, parity options.
+
+The device pinning runs first, before anything here imports a framework: a CUDA/NPU runtime reads
+``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES`` once, when it initialises.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+
+_VISIBLE_VAR = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
+
+
+def _accelerator() -> str | None:
+    """``cuda`` / ``npu`` when the node has accelerators (``PARITY_ACCELERATOR`` overrides: cuda|npu|none)."""
+    forced = os.environ.get("PARITY_ACCELERATOR", "").strip().lower()
+    if forced:
+        return None if forced == "none" else forced
+    if shutil.which("nvidia-smi"):
+        return "cuda"
+    if shutil.which("npu-smi"):
+        return "npu"
+    return None
+
+
+def _device_ids(kind: str) -> list[str]:
+    """Devices this process may use: the visible-devices list if set, else those the SMI tool counts."""
+    preset = os.environ.get(_VISIBLE_VAR[kind], "").strip()
+    if preset:
+        return [d.strip() for d in preset.split(",") if d.strip()]
+    count = os.environ.get("PARITY_DEVICE_COUNT")
+    if count is None:
+        try:
+            if kind == "cuda":
+                out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+                count = str(sum(line.startswith("GPU ") for line in out.splitlines()))
+            else:
+                out = subprocess.run(
+                    ["npu-smi", "info", "-l"], capture_output=True, text=True, timeout=20
+                ).stdout
+                match = re.search(r"Total Count\s*:\s*(\d+)", out)
+                count = match.group(1) if match else "0"
+        except (OSError, subprocess.SubprocessError):
+            count = "0"
+    return [str(i) for i in range(int(count))]
+
+
+def _pin_xdist_worker_device() -> None:
+    """Worker ``gwN`` sees only device ``N mod count``; nothing changes on CPU nodes or without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    kind = _accelerator() if worker else None
+    if not worker or kind not in _VISIBLE_VAR:
+        return
+    devices = _device_ids(kind)
+    if not devices:
+        return
+    if "torch" in sys.modules or "mindspore" in sys.modules:
+        warnings.warn("a framework was imported before device pinning; the pin may not apply", stacklevel=1)
+    os.environ[_VISIBLE_VAR[kind]] = devices[int(worker.removeprefix("gw")) % len(devices)]
+
+
+_pin_xdist_worker_device()
+
+import pytest  # noqa: E402
+
+from parity.hypothesis_profiles import load_selected_profile  # noqa: E402
+from parity.pytest_plugin import pytest_addoption, pytest_configure  # noqa: E402,F401
+
+load_selected_profile()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _deterministic_session():
+    """Deterministic algorithms on for the whole session, and still on at its end."""
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    platform.set_deterministic(True)
+    yield
+    assert platform.is_deterministic(), (
+        "deterministic algorithms were turned off during the test session; "
+        "a test must restore platform.set_deterministic(True) after changing it"
+    )
