@@ -208,6 +208,10 @@ class TorchPlatform:
     def clip_grad_norm(self, parameters: Iterable, max_norm: float):
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
 
+    def register_post_accumulate_grad_hook(self, param, hook: Callable[[Any], None]):
+        """Call ``hook(param)`` once per backward, after the gradient is accumulated; returns a handle."""
+        return param.register_post_accumulate_grad_hook(hook)
+
     def is_fsdp_module(self, module) -> bool:
         from torch.distributed.fsdp import FSDPModule
 
