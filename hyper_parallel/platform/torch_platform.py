@@ -233,6 +233,17 @@ class TorchPlatform:
     def null_context(self):
         return contextlib.nullcontext()
 
+    # ---------------------------------------------------------------- metrics
+    def wall_time(self) -> float:
+        """Seconds since the epoch (``time.time()``, as the legacy step timer reads it)."""
+        return time.time()
+
+    def summary_writer_class(self):
+        """TensorBoard's ``SummaryWriter`` for this framework; ``ImportError`` when unavailable."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter
+
     # ------------------------------------------------------------------- data
     def as_int64(self, data) -> torch.Tensor:
         """``data`` (int list or tensor) as an int64 tensor; no copy when it already is one."""
@@ -257,8 +268,9 @@ class TorchPlatform:
     def save(self, obj: Any, path: str | os.PathLike) -> None:
         torch.save(obj, path)
 
-    def load(self, path: str | os.PathLike, *, weights_only: bool = True) -> Any:
-        return torch.load(path, map_location="cpu", weights_only=weights_only)
+    def load(self, path: str | os.PathLike, *, weights_only: bool = True, map_location: Any = "cpu") -> Any:
+        """``torch.load``; ``map_location=None`` keeps tensors on the device they were saved from."""
+        return torch.load(path, map_location=map_location, weights_only=weights_only)
 
     def save_safetensors(
         self, tensors: Mapping[str, torch.Tensor], path: str | os.PathLike, metadata=None
@@ -284,6 +296,58 @@ class TorchPlatform:
         import torch.distributed.checkpoint as dcp
 
         dcp.load(state_dict, checkpoint_id=checkpoint_id)
+
+    def dcp_wait(self, handle) -> None:
+        """Block until an ``async_save`` handle has finished writing; its failure is re-raised."""
+        getattr(handle, "upload_completion", handle).result()
+
+    def dcp_errors(self) -> tuple[type[BaseException], ...]:
+        """DCP failure types beyond OSError/RuntimeError/ValueError (CheckpointException is a BaseException)."""
+        from torch.distributed.checkpoint.api import CheckpointException
+
+        return (CheckpointException,)
+
+    def dcp_verify(self, checkpoint_id: str) -> None:
+        """Raise ``ValueError`` naming the first damaged file of a DCP folder.
+
+        Checks that ``.metadata`` unpickles and that every shard it lists exists and is long enough
+        for the byte ranges it records. DCP keeps no checksums: same-size corruption is not found.
+        """
+        from torch.distributed.checkpoint import FileSystemReader
+
+        meta_path = os.path.join(checkpoint_id, ".metadata")
+        try:
+            metadata = FileSystemReader(checkpoint_id).read_metadata()
+        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+            raise ValueError(f"{meta_path}: unreadable DCP metadata ({type(exc).__name__}: {exc})") from exc
+        needed: dict[str, int] = {}
+        for info in (getattr(metadata, "storage_data", None) or {}).values():
+            end = int(info.offset) + int(info.length)
+            needed[info.relative_path] = max(needed.get(info.relative_path, 0), end)
+        for name, end in sorted(needed.items()):
+            shard = os.path.join(checkpoint_id, name)
+            if not os.path.isfile(shard):
+                raise ValueError(f"{shard}: DCP shard listed in {meta_path} is missing")
+            size = os.path.getsize(shard)
+            if size < end:
+                raise ValueError(f"{shard}: DCP shard is truncated ({size} bytes, {meta_path} expects {end})")
+
+    def check_safetensors(self, path: str | os.PathLike) -> list[str]:
+        """The keys of a safetensors file; ``ValueError`` naming it when its header or length is damaged."""
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                return list(f.keys())
+        except Exception as exc:  # noqa: BLE001 - SafetensorError is a bare Exception
+            raise ValueError(f"{path}: unreadable safetensors file ({type(exc).__name__}: {exc})") from exc
+
+    def detached_copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A detached, contiguous copy owning its storage (safetensors rejects shared storage)."""
+        return tensor.detach().contiguous().clone()
+
+    def is_dtype(self, obj: Any) -> bool:
+        return isinstance(obj, torch.dtype)
 
     def full_model_state_dict(self, model) -> dict[str, torch.Tensor]:
         """Unsharded, CPU-offloaded state dict (collective: every rank must call it)."""
