@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
