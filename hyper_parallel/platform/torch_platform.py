@@ -200,6 +200,21 @@ class TorchPlatform:
     def pad_last_dim(self, tensor, right: int, value):
         return torch.nn.functional.pad(tensor, (0, right), value=value)
 
+    def log_softmax(self, tensor, dim: int = -1):
+        return torch.log_softmax(tensor, dim=dim)
+
+    def nll_loss(self, log_probs, labels, ignore_index: int = -100, reduction: str = "mean"):
+        return torch.nn.functional.nll_loss(log_probs, labels, ignore_index=ignore_index, reduction=reduction)
+
+    def cat(self, tensors, dim: int = 0):
+        return torch.cat(list(tensors), dim=dim)
+
+    def recompute(self, fn: Callable[..., Any], *args):
+        """``fn(*args)`` keeping no activations: backward runs ``fn`` again (non-reentrant checkpoint)."""
+        from torch.utils.checkpoint import checkpoint
+
+        return checkpoint(fn, *args, use_reentrant=False)
+
     def adamw(self, param_groups, **kwargs):
         return torch.optim.AdamW(param_groups, **kwargs)
 
