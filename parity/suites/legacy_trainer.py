@@ -1,0 +1,288 @@
+"""Tier B goldens of the legacy trainer (issue: "first cases, on the legacy trainer").
+
+They pin what ``LLMTrainer(args)`` and its ``_build_*`` steps produce today, so a change that
+moves the legacy path (or a helper both paths share) fails here even when a tier A pair would
+still agree. Every producer is explicitly seeded and writes only into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from parity import assets, canonical
+from parity.cases import REGISTRY
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
+
+# A fixed multilingual text set for the tokenizer case (scripts, emoji, whitespace, empty).
+TOKENIZER_TEXTS = (
+    "Hello, world!",
+    "Parity means bit for bit.",
+    "Grüße aus Köln — naïve café.",
+    "Привет, мир",
+    "你好，世界",
+    "こんにちは世界",
+    "مرحبا بالعالم",
+    "emoji 🚀✨ and tabs\tand\nnewlines",
+    "",
+    "   leading and trailing spaces   ",
+)
+
+
+def legacy_args(*overrides: str, config: Path | None = DEBUG_YAML):
+    """The legacy ``args``: the debug recipe (or schema defaults) plus ``--a.b=v`` overrides."""
+    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.utils.discovery import discover_model_spec
+
+    argv = ([str(config)] if config is not None else []) + list(overrides)
+    args = parse_args(HyperTrainerConfig, argv)
+    discover_model_spec(args.model.name)
+    return args
+
+
+def bare_trainer(args, *, model=None, world_size: int = 1):
+    """A ``BaseTrainer`` holding only what single ``_build_*`` steps read (no process group)."""
+    import torch
+
+    from hyper_parallel.models.spec import get_spec
+    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
+    from hyper_parallel.trainer.parallel_dims import ParallelDims
+
+    trainer = BaseTrainer.__new__(BaseTrainer)
+    trainer.args = args
+    trainer.spec = get_spec(args.model.name)
+    trainer.state = TrainerState(max_steps=args.train.max_steps)
+    trainer._last_global_tokens = None
+    trainer.parallel_dims = ParallelDims.from_config(args.train.accelerator, world_size=world_size)
+    trainer.model = model
+    trainer.tokenizer = trainer.processor = trainer.data_transform = None
+    trainer.user_callbacks = []
+    trainer.device = torch.device("cpu")
+    return trainer
+
+
+def llm_steps(trainer):
+    """Run ``LLMTrainer`` steps 4-7 (assets, transform, dataset, collate) on a bare trainer."""
+    from hyper_parallel.trainer.llm_trainer import LLMTrainer
+
+    wrapper = LLMTrainer.__new__(LLMTrainer)
+    wrapper.args = trainer.args
+    wrapper.base = trainer
+    wrapper._build_model_assets()
+    wrapper._build_data_transform()
+    wrapper._build_dataset()
+    wrapper._build_collate_fn()
+    return wrapper
+
+
+@contextlib.contextmanager
+def simulated_rank(rank: int):
+    """Make the platform report ``rank`` (the dataloader step reads the global rank)."""
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    original = platform.get_rank
+    platform.get_rank = lambda group=None: rank
+    try:
+        yield
+    finally:
+        platform.get_rank = original
+
+
+def debug_model(seed: int):
+    import torch
+
+    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+
+    torch.manual_seed(seed)
+    return build_qwen3_5(legacy_args())
+
+
+class _Recorder:
+    """A user callback keeping each step's loss and grad norm."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+        self.grad_norms: list[float] = []
+
+    def __getattr__(self, name: str):
+        if name.startswith("on_"):
+            return lambda state, **kwargs: None
+        raise AttributeError(name)
+
+    def on_step_end(self, state, *, loss=None, grad_norm=None) -> None:
+        self.losses.append(float(loss))
+        self.grad_norms.append(float(grad_norm))
+
+
+def run_recipe(*overrides: str) -> dict[str, Any]:
+    """Train the debug recipe with ``overrides`` in a temporary folder; return curves and records."""
+    from hyper_parallel.trainer import LLMTrainer
+
+    with tempfile.TemporaryDirectory(prefix="parity-legacy-") as tmp:
+        args = legacy_args(f"--train.checkpoint.output_dir={tmp}/ckpt", *overrides)
+        trainer = LLMTrainer(args)
+        recorder = _Recorder()
+        trainer.add_callback(recorder)
+        trainer.train()
+        return {
+            "losses": recorder.losses,
+            "grad_norms": recorder.grad_norms,
+            "log_history": list(trainer.state.log_history),
+            "checkpoint": _read_checkpoint(Path(tmp) / "ckpt") if Path(tmp, "ckpt").exists() else None,
+        }
+
+
+def _read_checkpoint(root: Path) -> dict[str, Any]:
+    """Every artifact of the newest ``step_<N>/`` folder, as plain state (model via DCP -> torch)."""
+    import json
+
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    step_dir = max(root.glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+    out: dict[str, Any] = {"dir": step_dir.name}
+    with tempfile.TemporaryDirectory() as tmp:
+        converted = Path(tmp) / "model.pt"
+        dcp_to_torch_save(step_dir, converted)
+        out["model"] = torch.load(converted, weights_only=True)
+    for name in ("optimizer_rank0", "scheduler", "rng_rank0", "dataloader_rank0"):
+        out[name] = torch.load(step_dir / f"{name}.pt", weights_only=True)
+    out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
+    return out
+
+
+@functools.cache
+def _debug_run() -> dict[str, Any]:
+    return run_recipe("--train.checkpoint.save_steps=0")
+
+
+# ----------------------------------------------------------------------------- producers
+
+
+def recipe_curve() -> dict[str, Any]:
+    run = _debug_run()
+    return {"losses": canonical.losses(run["losses"]), "grad_norms": canonical.losses(run["grad_norms"])}
+
+
+def recipe_metric_keys() -> dict[str, Any]:
+    return canonical.metrics(_debug_run()["log_history"], deterministic=("step", "loss", "grad_norm", "lr"))
+
+
+def param_groups(*, seed: int) -> list[dict]:
+    model = debug_model(seed)
+    trainer = bare_trainer(legacy_args(), model=model)
+    trainer._build_optimizer()
+    return canonical.param_groups(trainer.optimizer.param_groups, model.named_parameters())
+
+
+def lr_curve(*, steps: int, warmup_ratio: float, decay_style: str, lr_min: float) -> list:
+    import torch
+
+    args = legacy_args(
+        f"--train.max_steps={steps}",
+        f"--train.optimizer.lr_warmup_ratio={warmup_ratio}",
+        f"--train.optimizer.lr_decay_style={decay_style}",
+        f"--train.optimizer.lr_min={lr_min}",
+    )
+    trainer = bare_trainer(args)
+    trainer.optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=args.train.optimizer.lr)
+    trainer._build_lr_scheduler()
+    curve = [trainer.lr_scheduler.get_last_lr()]
+    for _ in range(steps + 5):  # a few steps past T: the cosine is not clamped
+        trainer.optimizer.step()
+        trainer.lr_scheduler.step()
+        curve.append(trainer.lr_scheduler.get_last_lr())
+    return canonical.lr_curve(curve)
+
+
+def model_loss(*, seed: int, batch: int, seq: int) -> dict[str, Any]:
+    import torch
+
+    from hyper_parallel.data.dummy import DummyDataset
+
+    model = debug_model(seed)
+    data = DummyDataset(batch, seq, model.config.vocab_size)
+    input_ids = torch.stack([data[i]["input_ids"] for i in range(batch)])
+    labels = input_ids.clone()
+    labels[0, : seq // 4] = -100  # a masked prompt
+    out = model(input_ids=input_ids, labels=labels)
+    return {"loss": out["loss"].detach(), "logits": out["logits"].detach()}
+
+
+def dummy_batches(*, dp_shard: int, rank: int, num: int) -> list[dict]:
+    args = legacy_args(f"--train.accelerator.dp_shard={dp_shard}", "--data.max_seq_len=16")
+    trainer = bare_trainer(args, model=debug_model(0), world_size=dp_shard)
+    llm_steps(trainer)
+    with simulated_rank(rank):
+        trainer._build_dataloader()
+    it = iter(trainer.train_dataloader)
+    return canonical.batches([next(it) for _ in range(num)])
+
+
+def tokenizer_ids() -> dict[str, Any]:
+    args = legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={assets.tokenizer_dir()}")
+    trainer = bare_trainer(args, model=debug_model(0))
+    from hyper_parallel.trainer.llm_trainer import LLMTrainer
+
+    llm = LLMTrainer.__new__(LLMTrainer)
+    llm.args, llm.base = args, trainer
+    llm._build_model_assets()
+    tok = trainer.tokenizer
+    return {
+        "ids": canonical.token_ids([tok(t, add_special_tokens=True)["input_ids"] for t in TOKENIZER_TEXTS]),
+        "pad_token_id": tok.pad_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "vocab": len(tok),
+    }
+
+
+def checkpoint_after(*, steps: int) -> dict[str, Any]:
+    run = run_recipe(f"--train.max_steps={steps}", f"--train.checkpoint.save_steps={steps}")
+    return canonical.checkpoint(run["checkpoint"])
+
+
+# ----------------------------------------------------------------------------- registration
+
+REGISTRY.golden("legacy_debug_recipe_curve", kind="train_curve", seed=42, producer=recipe_curve)
+REGISTRY.golden("legacy_debug_recipe_metric_keys", kind="metrics", seed=42, producer=recipe_metric_keys)
+REGISTRY.golden(
+    "legacy_debug_param_groups", kind="param_groups", seed=0, params={"seed": 0}, producer=param_groups
+)
+
+for _steps, _ratio, _style, _lr_min in (
+    (20, 0.1, "cosine", 1e-4),
+    (20, 0.15, "cosine", 0.0),
+    (100, 0.05, "cosine", 1e-5),
+    (100, 0.0, "constant", 0.0),
+    (7, 0.5, "cosine", 1e-4),
+    (20, 0.1, "linear", 1e-4),
+    (1, 0.0, "cosine", 0.0),
+    (50, 0.33, "constant", 1e-4),
+):
+    REGISTRY.golden(
+        "legacy_lr",
+        kind="lr_curve",
+        params={"steps": _steps, "warmup_ratio": _ratio, "decay_style": _style, "lr_min": _lr_min},
+        producer=lr_curve,
+    )
+
+REGISTRY.golden(
+    "legacy_debug_model_loss", kind="losses", params={"seed": 0, "batch": 2, "seq": 32}, producer=model_loss
+)
+for _dp, _rank in ((1, 0), (2, 0), (2, 1)):
+    REGISTRY.golden(
+        "legacy_dummy_batches",
+        kind="batches",
+        params={"dp_shard": _dp, "rank": _rank, "num": 3},
+        producer=dummy_batches,
+    )
+REGISTRY.golden("legacy_multilingual", kind="token_ids", producer=tokenizer_ids)
+REGISTRY.golden("legacy_after_5_steps", kind="checkpoint", params={"steps": 5}, producer=checkpoint_after)
