@@ -323,8 +323,8 @@ class TorchPlatform:
 
         return (CheckpointException,)
 
-    def dcp_verify(self, checkpoint_id: str) -> None:
-        """Raise ``ValueError`` naming the first damaged file of a DCP folder.
+    def dcp_damaged_file(self, checkpoint_id: str) -> tuple[str, str] | None:
+        """``(file, reason)`` for the first damaged file of a DCP folder, or None when none is found.
 
         Checks that ``.metadata`` unpickles and that every shard it lists exists and is long enough
         for the byte ranges it records. DCP keeps no checksums: same-size corruption is not found.
@@ -335,7 +335,7 @@ class TorchPlatform:
         try:
             metadata = FileSystemReader(checkpoint_id).read_metadata()
         except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
-            raise ValueError(f"{meta_path}: unreadable DCP metadata ({type(exc).__name__}: {exc})") from exc
+            return meta_path, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
         needed: dict[str, int] = {}
         for info in (getattr(metadata, "storage_data", None) or {}).values():
             end = int(info.offset) + int(info.length)
@@ -343,10 +343,11 @@ class TorchPlatform:
         for name, end in sorted(needed.items()):
             shard = os.path.join(checkpoint_id, name)
             if not os.path.isfile(shard):
-                raise ValueError(f"{shard}: DCP shard listed in {meta_path} is missing")
+                return shard, f"DCP shard listed in {meta_path} is missing"
             size = os.path.getsize(shard)
             if size < end:
-                raise ValueError(f"{shard}: DCP shard is truncated ({size} bytes, {meta_path} expects {end})")
+                return shard, f"DCP shard is truncated ({size} bytes, {meta_path} expects {end})"
+        return None
 
     def check_safetensors(self, path: str | os.PathLike) -> list[str]:
         """The keys of a safetensors file; ``ValueError`` naming it when its header or length is damaged."""
