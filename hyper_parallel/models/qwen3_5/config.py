@@ -52,6 +52,26 @@ class Qwen3_5Config:
     hidden_act: str = "silu"
     layer_types: list[str] | None = None
 
+    def update_from_config(self, *, trainer_config: Any) -> None:
+        """Check this model config against the trainer's runtime settings (new path, step 4).
+
+        Nothing numeric changes here: the legacy path never resizes the model from the data, so
+        neither does the new one. Degrees that the heads cannot be split by are rejected early.
+        """
+        parallelism = getattr(trainer_config, "parallelism", None)
+        tp = getattr(parallelism, "tensor_parallel_degree", 1) or 1
+        for name in ("num_attention_heads", "num_key_value_heads"):
+            if tp > 1 and getattr(self, name) % tp != 0:
+                raise ValueError(
+                    f"model.{name}={getattr(self, name)} is not divisible by tensor_parallel_degree={tp}"
+                )
+
+    def build(self) -> Any:
+        """The model for this config (on the current default device; use a meta device context)."""
+        from hyper_parallel.models.qwen3_5.model import build_from_config
+
+        return build_from_config(self)
+
     def __post_init__(self) -> None:
         if self.layer_types is None:
             self.layer_types = [

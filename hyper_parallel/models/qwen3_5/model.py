@@ -249,6 +249,30 @@ class Qwen3_5ForCausalLM(nn.Module):
         if self.config.tie_word_embeddings and self.lm_head.weight is not self.model.embed_tokens.weight:
             self.lm_head.weight = self.model.embed_tokens.weight
 
+    def init_weights(self, buffer_device: torch.device | str | None = None) -> None:
+        """Initialise a materialised (``to_empty``) model in place, shard by shard (new path, step 8).
+
+        Each rank draws from its default generator for its **local shard**, in registration order
+        (the tied weight once): ``kaiming_uniform_`` for matrices, zeros for vectors; every buffer
+        is zeroed, then the RoPE buffers are rebuilt and the head re-tied. This is the model's own
+        statement of the legacy materialisation (spec 9.2); the parity harness compares the two.
+        """
+        with torch.no_grad():
+            for _name, param in self.named_parameters():
+                local = param.to_local() if hasattr(param, "to_local") else param
+                if local.is_meta:
+                    continue
+                if local.dim() >= 2:
+                    nn.init.kaiming_uniform_(local)
+                else:
+                    nn.init.zeros_(local)
+            for buffer in self.buffers():
+                (buffer.to_local() if hasattr(buffer, "to_local") else buffer).zero_()
+        for module in self.modules():
+            if isinstance(module, Qwen3_5RotaryEmbedding):
+                module.reset_inv_freq()
+        self.tie_weights()
+
     def _logits(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None) -> torch.Tensor:
         # The one body shared by forward and forward_logits.
         return self.lm_head(self.model(input_ids, position_ids))
@@ -288,7 +312,11 @@ class Qwen3_5ForCausalLM(nn.Module):
 
 def build_qwen3_5(args: Any) -> Qwen3_5ForCausalLM:
     """Build the model from legacy ``args`` (flavour -> universal fields -> config_overrides)."""
-    config = config_from_args(args)
+    return build_from_config(config_from_args(args))
+
+
+def build_from_config(config: Qwen3_5Config) -> Qwen3_5ForCausalLM:
+    """Build the model from a ready ``Qwen3_5Config`` (both paths end here)."""
     if "linear_attention" in config.layer_types:
         raise NotImplementedError(LINEAR_ATTENTION_NOT_IMPLEMENTED)
     return Qwen3_5ForCausalLM(config)

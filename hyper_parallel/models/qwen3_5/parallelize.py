@@ -11,7 +11,13 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import Checkpoi
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard, register_fsdp_forward_method
 
-__all__ = ["AC_OFF_VALUES", "MP_DTYPES", "parallelize_qwen3_5", "resolve_mp_dtype"]
+__all__ = [
+    "AC_OFF_VALUES",
+    "MP_DTYPES",
+    "parallelize_qwen3_5",
+    "parallelize_qwen3_5_from_configs",
+    "resolve_mp_dtype",
+]
 
 # ``activation_checkpoint`` values that mean "off" (YAML bare ``off`` parses as False).
 AC_OFF_VALUES = ("off", "none", None, False, "")
@@ -138,3 +144,46 @@ def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) ->
     # Calling forward_logits directly must also gather the root parameters (embed, norm, lm_head).
     register_fsdp_forward_method(model, "forward_logits")
     return model
+
+
+def parallelize_qwen3_5_from_configs(
+    model: nn.Module,
+    parallel_dims: Any,
+    *,
+    training: Any,
+    parallelism: Any,
+    activation_checkpoint: Any,
+    compile: Any = None,  # noqa: A002 - the RFC's keyword name
+    dump_folder: str | None = None,
+    freeze_modules: list[str] | None = None,
+) -> nn.Module:
+    """The new-path entry (RFC Part 5, step 7): the same plan as :func:`parallelize_qwen3_5`.
+
+    It only renames the new Config fields into the view the shared plan reads, so both paths
+    shard, checkpoint and cast identically. ``compile`` is accepted and must be off (torch.compile
+    is not part of the parity contract yet).
+    """
+    from types import SimpleNamespace
+
+    if compile is not None and getattr(compile, "enable", False):
+        raise NotImplementedError("compile.enable=True is not supported for qwen3_5 yet; expected False")
+    mode = getattr(activation_checkpoint, "mode", "none")
+    args = SimpleNamespace(
+        model=SimpleNamespace(freeze_modules=freeze_modules),
+        train=SimpleNamespace(
+            accelerator=SimpleNamespace(
+                tp=parallelism.tensor_parallel_degree,
+                ep=parallelism.expert_parallel_degree,
+                cp=parallelism.context_parallel_degree,
+                reshard_after_forward=parallelism.reshard_after_forward,
+            ),
+            mixed_precision=SimpleNamespace(
+                enabled=training.enable_mixed_precision,
+                param_dtype=training.mixed_precision_param,
+                reduce_dtype=training.mixed_precision_reduce,
+                output_dtype=training.mixed_precision_output,
+            ),
+            gradient_checkpointing=SimpleNamespace(activation_checkpoint="off" if mode == "none" else mode),
+        ),
+    )
+    return parallelize_qwen3_5(model, parallel_dims.mesh, args)
