@@ -1,0 +1,412 @@
+"""Dataloader components: dataset, collate, DP sampler and a resumable loader in one object (RFC Part 3).
+
+``BaseDataLoader.Config`` carries the legacy ``data:`` fields plus the three ``train:`` fields the
+legacy loader reads (``micro_batch_size``, ``global_batch_size``, ``seed``), under their YAML names.
+Building it dispatches on ``type`` through one type -> class map that every subclass joins by
+declaring ``data_types``; a concrete Config (``DummyDataLoader.Config``...) builds its own class.
+
+Why a wrapper and not a ``StatefulDataLoader`` subclass: components reach torch only through the
+platform, so the loader is created by ``platform.stateful_dataloader`` and held as ``.loader``.
+The component forwards what a training loop and a checkpoint need (``__iter__``, ``__len__``,
+``state_dict``, ``load_state_dict``) and adds what the legacy trainer kept beside the loader
+(``sampler``, ``grad_accum``, the micro-batch grouping, the effective ``training_steps``).
+
+Leaf pieces are shared with the legacy path (dataset classes and the text transform in
+``hyper_parallel.data``); the wiring (dataset selection, the ``max_steps`` change, collate, dp rank,
+sampler, loader, grad accumulation, grouping) is this module's own code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
+from hyper_parallel.platform import get_platform
+from hyper_parallel.protocols.configurable import Configurable
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "BaseDataLoader",
+    "DummyDataLoader",
+    "HuggingFaceTextDataLoader",
+    "PresetPtDataLoader",
+    "LABEL_PAD_ID",
+    "DEFAULT_VOCAB_SIZE",
+    "data_parallel_rank",
+    "loader_class",
+    "supported_types",
+]
+
+logger = logging.getLogger(__name__)
+
+# Labels are right-padded with the loss's ignore index, so padding never counts as a target.
+LABEL_PAD_ID = -100
+# Dummy vocabulary when the caller has no model config to take it from.
+DEFAULT_VOCAB_SIZE = 32000
+# Dummy sample ``idx`` is drawn from a generator seeded ``42 + idx``: fixed, not ``seed``.
+_DUMMY_BASE_SEED = 42
+
+# ``type`` -> concrete loader class, filled by ``BaseDataLoader.__init_subclass__`` in definition order.
+_LOADER_TYPES: dict[str, type[BaseDataLoader]] = {}
+
+
+def supported_types() -> tuple[str, ...]:
+    """Every registered ``type`` name, in registration order."""
+    return tuple(_LOADER_TYPES)
+
+
+def loader_class(data_type: str) -> type[BaseDataLoader]:
+    """The loader class registered for ``data_type``; an unknown name is a ``ValueError``."""
+    try:
+        return _LOADER_TYPES[data_type]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown dataloader type {data_type!r} (field BaseDataLoader.Config.type, YAML data.type). "
+            f"Supported: {', '.join(supported_types())}"
+        ) from None
+
+
+def data_parallel_rank(global_rank: int, non_dp_size: int) -> int:
+    """The dp rank of ``global_rank`` when the DP axes are outermost: ``rank // (tp*cp*pp*ep)``.
+
+    Ranks that share a dp rank (a tensor/context/pipeline/expert group) must read the same data.
+    """
+    if non_dp_size < 1:
+        raise ValueError(f"non_dp_size (tp*cp*pp*ep) must be >= 1, got {non_dp_size}")
+    return global_rank // non_dp_size
+
+
+class BaseDataLoader(Configurable):
+    """A map-style dataset read through ``DistributedSampler`` + ``StatefulDataLoader`` for one dp rank.
+
+    Subclasses provide ``_build_dataset`` and declare the ``data_types`` they serve. After
+    construction: ``dataset``, ``collate_fn``, ``sampler``, ``loader``, ``grad_accum``, ``pad_id``,
+    ``seq_len`` and ``training_steps`` (the horizon after the dataset's change of ``max_steps``,
+    which the LR scheduler must use).
+    """
+
+    # The ``Config.type`` names this class serves; each one is registered for dispatch.
+    data_types: ClassVar[tuple[str, ...]] = ()
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(Configurable.Config):
+        """Legacy ``data:`` fields plus the ``train:`` batch/seed fields the loader reads (YAML names)."""
+
+        type: str = "dummy"
+        train_path: str | None = None
+        subset: str | None = None
+        train_size: int | None = None
+        streaming: bool = False
+        max_seq_len: int = 2048
+        text_key: str = "text"
+        template: str = "empty"
+        num_workers: int = 0
+        prefetch_factor: int | None = None
+        pin_memory: bool = True
+        shuffle: bool = True
+        # From ``train:`` in the legacy YAML.
+        micro_batch_size: int = 1
+        global_batch_size: int = 8
+        seed: int = 42
+
+        def build(self, **kwargs: Any) -> BaseDataLoader:
+            """Build the loader; the generic Config dispatches on ``type`` to the registered class."""
+            if type(self)._owner is BaseDataLoader:
+                target = loader_class(self.type)
+                values = {f.name: getattr(self, f.name) for f in dataclasses.fields(BaseDataLoader.Config)}
+                return Configurable.Config.build(target.Config(**values), **kwargs)
+            return Configurable.Config.build(self, **kwargs)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("data_types", ()):
+            if name in _LOADER_TYPES:
+                raise ValueError(
+                    f"dataloader type {name!r} is already served by {_LOADER_TYPES[name].__qualname__}; "
+                    f"{cls.__qualname__} cannot register it again"
+                )
+            _LOADER_TYPES[name] = cls
+
+    def __init__(
+        self,
+        config: BaseDataLoader.Config,
+        *,
+        dp_world_size: int = 1,
+        dp_rank: int = 0,
+        tokenizer: Any = None,
+        seq_len: int | None = None,
+        training_steps: int | None = None,
+        vocab_size: int | None = None,
+    ) -> None:
+        name = type(self).__qualname__
+        if not self.data_types:
+            raise TypeError(
+                f"{name} serves no data type; build BaseDataLoader.Config(type=...) to get a concrete loader"
+            )
+        if config.type not in self.data_types:
+            raise ValueError(
+                f"{name}.Config.type (data.type) is {config.type!r}, but {name} serves "
+                f"{', '.join(self.data_types)}; build BaseDataLoader.Config(type={config.type!r}) to dispatch"
+            )
+        _check_positive("micro_batch_size", config.micro_batch_size)
+        _check_positive("dp_world_size", dp_world_size)
+        if not 0 <= dp_rank < dp_world_size:
+            raise ValueError(f"dp_rank must be in [0, dp_world_size={dp_world_size}), got {dp_rank}")
+        if config.num_workers < 0:
+            raise ValueError(f"num_workers (data.num_workers) must be >= 0, got {config.num_workers}")
+        self.config = config
+        self.dp_world_size = int(dp_world_size)
+        self.dp_rank = int(dp_rank)
+        self.seq_len = config.max_seq_len if seq_len is None else int(seq_len)
+        self.tokenizer = tokenizer
+        self.training_steps = training_steps
+        self.dataset = self._build_dataset(
+            tokenizer=tokenizer, training_steps=training_steps, vocab_size=vocab_size
+        )
+        self.pad_id = self._pad_id(tokenizer)
+        self.collate_fn = functools.partial(_pad_collate, pad_id=self.pad_id)
+
+        platform = get_platform()
+        self.sampler = platform.distributed_sampler(
+            self.dataset,
+            num_replicas=self.dp_world_size,
+            rank=self.dp_rank,
+            shuffle=config.shuffle,
+            seed=config.seed,
+            drop_last=True,
+        )
+        extra: dict[str, Any] = {}
+        if config.num_workers > 0 and config.prefetch_factor is not None:
+            extra["prefetch_factor"] = config.prefetch_factor
+        self.loader = platform.stateful_dataloader(
+            self.dataset,
+            batch_size=config.micro_batch_size,
+            sampler=self.sampler,
+            collate_fn=self.collate_fn,
+            num_workers=config.num_workers,
+            # Pinning only helps a host-to-device copy; there is none on CPU.
+            pin_memory=bool(config.pin_memory) and platform.device_type() != "cpu",
+            drop_last=True,
+            **extra,
+        )
+        # A global batch that does not divide is silently reduced (floor), as in the legacy loader.
+        self.grad_accum = max(config.global_batch_size // (config.micro_batch_size * self.dp_world_size), 1)
+        logger.info_rank0(  # type: ignore[attr-defined]
+            "%s: micro batch size %d, grad_accum %d, dataset length %d, dp rank %d of %d",
+            name,
+            config.micro_batch_size,
+            self.grad_accum,
+            len(self.dataset),
+            self.dp_rank,
+            self.dp_world_size,
+        )
+
+    # ------------------------------------------------------------------ hooks
+    def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
+        """Return the map-style dataset; may set ``self.training_steps``."""
+        raise NotImplementedError(f"{type(self).__qualname__} must implement _build_dataset")
+
+    def _pad_id(self, tokenizer: Any) -> int:
+        """The tokenizer's pad id, or 0 without a tokenizer or without a pad token."""
+        pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
+        if pad is None and tokenizer is not None:
+            pad = getattr(getattr(tokenizer, "hf", None), "pad_token_id", None)
+        return 0 if pad is None else int(pad)
+
+    # --------------------------------------------------------------- iteration
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        """Micro-batches of this dp rank (creating the iterator draws from the global RNG)."""
+        return iter(self.loader)
+
+    def __len__(self) -> int:
+        """Micro-batches per epoch on this dp rank."""
+        return len(self.loader)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Reshuffle for ``epoch`` (the sampler's permutation is seeded ``seed + epoch``)."""
+        self.sampler.set_epoch(epoch)
+
+    def micro_batch_iterator(self) -> Iterator[list[dict[str, torch.Tensor]]]:
+        """Lists of ``grad_accum`` micro-batches, then the trailing partial list, if any.
+
+        The loader iterator is created now, with the global RNG state put back afterwards:
+        creating it draws a worker base seed, and a resumed run must see the same RNG stream as an
+        uninterrupted one.
+        """
+        platform = get_platform()
+        saved = platform.get_rng_state()
+        batches = iter(self.loader)
+        platform.set_rng_state(saved)
+        return _grouped(batches, self.grad_accum)
+
+    # ------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """The ``StatefulDataLoader`` state (position in the epoch), for mid-epoch resume."""
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        self.loader.load_state_dict(state_dict)
+
+
+class DummyDataLoader(BaseDataLoader):
+    """``type: dummy``: ``training_steps * global_batch_size`` random sequences, content fixed per index."""
+
+    data_types = ("dummy",)
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(BaseDataLoader.Config):
+        type: str = "dummy"
+
+    def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
+        from hyper_parallel.data.dummy import DummyDataset
+
+        if training_steps is None:
+            raise ValueError(
+                "DummyDataLoader needs training_steps (the run's max_steps): the dataset holds "
+                "training_steps * global_batch_size samples"
+            )
+        vocab = DEFAULT_VOCAB_SIZE if vocab_size is None else int(vocab_size)
+        num_samples = int(training_steps) * int(self.config.global_batch_size)
+        logger.info_rank0(  # type: ignore[attr-defined]
+            "dummy dataloader: %d samples, seq_len=%d, vocab=%d", num_samples, self.seq_len, vocab
+        )
+        return DummyDataset(num_samples, self.seq_len, vocab, base_seed=_DUMMY_BASE_SEED)
+
+    def _pad_id(self, tokenizer: Any) -> int:
+        """Always 0: the dummy path has no tokenizer (its rows are equal-length anyway)."""
+        return 0
+
+
+class HuggingFaceTextDataLoader(BaseDataLoader):
+    """``type: hf_datasets`` / ``json_file``: a local dataset tokenised by the text transform.
+
+    ``training_steps`` shrinks to the number of full global batches the data holds; ``None`` means
+    no requested cap.
+    """
+
+    data_types = ("hf_datasets", "json_file")
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(BaseDataLoader.Config):
+        type: str = "hf_datasets"
+
+    def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
+        from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset
+        from hyper_parallel.data.transforms import build_text_transform
+
+        cfg = self.config
+        if tokenizer is None:
+            raise ValueError(
+                f"data.type={cfg.type} needs a tokenizer: pass tokenizer= (the HuggingFaceTokenizer "
+                "component or a HF tokenizer) to build()"
+            )
+        # The tokenizer component delegates to the HF tokenizer it holds as ``.hf``.
+        encoder = getattr(tokenizer, "hf", None)
+        encoder = tokenizer if encoder is None else encoder
+        raw = load_raw_dataset(cfg.type, cfg.train_path, cfg.subset, streaming=cfg.streaming)
+        if cfg.train_size is not None and cfg.train_size < len(raw):
+            raw = raw.select(range(cfg.train_size))
+        transform = build_text_transform(
+            encoder, cutoff=self.seq_len, text_key=cfg.text_key, data_type=cfg.type, template=cfg.template
+        )
+        tokenized = raw.map(transform, batched=True, remove_columns=raw.column_names, desc="Tokenizing")
+        tokenized = tokenized.filter(_has_tokens)
+        dataset = TokenizedDataset(tokenized)
+
+        full_batches = len(dataset) // max(int(cfg.global_batch_size), 1)
+        steps = full_batches if training_steps is None else min(int(training_steps), full_batches)
+        if steps == 0:
+            raise ValueError(
+                f"train_path={cfg.train_path!r} gives {len(dataset)} samples after tokenisation with "
+                f"global_batch_size={cfg.global_batch_size} and training_steps={training_steps}: the "
+                "training steps would be 0; expected at least one full global batch"
+            )
+        self.training_steps = steps
+        logger.info_rank0(  # type: ignore[attr-defined]
+            "%s dataloader %s: %d samples, training_steps=%d", cfg.type, cfg.train_path, len(dataset), steps
+        )
+        return dataset
+
+
+class PresetPtDataLoader(BaseDataLoader):
+    """``type: preset_pt``: replay of pre-tokenised batches; exact replay needs ``shuffle=False``.
+
+    A truthy ``training_steps`` is kept as the horizon (a reset, never a shrink to the data).
+    """
+
+    data_types = ("preset_pt",)
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(BaseDataLoader.Config):
+        type: str = "preset_pt"
+
+    def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
+        from hyper_parallel.data.preset_pt import PresetDataset, flatten_preset_batches, load_preset_batches
+
+        cfg = self.config
+        if not cfg.train_path:
+            raise ValueError(
+                "data.type=preset_pt needs train_path (data.train_path: a torch.save'd list of batches); "
+                "it is not set"
+            )
+        dataset = PresetDataset(flatten_preset_batches(load_preset_batches(cfg.train_path)))
+        if training_steps:
+            self.training_steps = int(training_steps)
+        if cfg.shuffle:
+            logger.warning_rank0(  # type: ignore[attr-defined]
+                "preset_pt with shuffle=True does not replay the batches in order; set shuffle=False"
+            )
+        logger.info_rank0("preset_pt dataloader %s: %d samples", cfg.train_path, len(dataset))  # type: ignore[attr-defined]
+        return dataset
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _has_tokens(row: Mapping[str, Any]) -> bool:
+    return len(row["input_ids"]) > 0
+
+
+def _pad_collate(items: Sequence[Mapping[str, Any]], *, pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad to the longest item: ids with ``pad_id``, labels with -100; int64; only these two keys.
+
+    Any other field (a preset ``attention_mask``) is dropped: the model never receives one.
+    """
+    if not items:
+        raise ValueError("collate received no items")
+    platform = get_platform()
+    longest = max(len(item["input_ids"]) for item in items)
+
+    def padded(values: Any, fill: int) -> torch.Tensor:
+        row = platform.as_int64(values)
+        if len(platform.shape(row)) != 1:
+            raise ValueError(f"collate expects 1-D sequences, got shape {tuple(platform.shape(row))}")
+        return platform.pad_last_dim(row, longest - platform.shape(row)[0], fill)
+
+    return {
+        "input_ids": platform.stack([padded(item["input_ids"], pad_id) for item in items]),
+        "labels": platform.stack([padded(item["labels"], LABEL_PAD_ID) for item in items]),
+    }
+
+
+def _grouped(batches: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    group: list[Any] = []
+    for batch in batches:
+        group.append(batch)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
