@@ -100,21 +100,32 @@ class BaseTrainer:
         self._dp_group_info: GroupInfo | None = None
         self.user_callbacks: list = []
 
-    # ------------------------------------------------------------------ 1. setup
-    def _setup(self) -> None:
-        """Process group, device, ParallelDims and mesh, the trainer DP group, seeds, determinism."""
-        train = self.args.train
+    # ------------------------------------------------ helpers shared with HyperTrainer
+    def _helper_setup_distributed(
+        self,
+        *,
+        comm_backend: str | None,
+        local_rank: int,
+        make_parallel_dims,
+        seed: int,
+        deterministic: bool,
+        deterministic_warn_only: bool = False,
+    ) -> None:
+        """Spec 1.4 steps 1-6, for both trainers: each passes its own config values in.
+
+        Sets ``device``, ``parallel_dims`` (built by ``make_parallel_dims(world_size)``), ``mesh``
+        and ``_dp_group_info``, seeds the generators and turns determinism on when asked.
+        """
         platform = get_platform()
-        platform.init_process_group(backend=getattr(train, "comm_backend", None))
+        platform.init_process_group(backend=comm_backend)
 
         device_type = platform.device_type()
-        local_rank = getattr(train, "local_rank", 0)
         self.device = platform.device(local_rank)
         handle = platform.get_device_handle(device_type)
         if hasattr(handle, "set_device"):
             handle.set_device(local_rank)
 
-        self.parallel_dims = ParallelDims.from_config(train.accelerator, world_size=platform.get_world_size())
+        self.parallel_dims = make_parallel_dims(platform.get_world_size())
         logger.info_rank0("ParallelDims: %s", self.parallel_dims.summary())
         self.mesh = self.parallel_dims.build_mesh(device_type)
 
@@ -131,7 +142,6 @@ class BaseTrainer:
             group_name="trainer_dp", group=group, rank_size=self.parallel_dims.dp_size
         )
 
-        seed = getattr(train, "seed", 42)
         try:
             platform.manual_seed(seed)
             if hasattr(handle, "manual_seed_all"):
@@ -141,16 +151,55 @@ class BaseTrainer:
         except Exception as exc:  # noqa: BLE001 - seeding problems are only warned about
             logger.warning("seeding failed: %s", exc)
 
-        debug = getattr(train, "debug", None)
-        if debug is not None and getattr(debug, "deterministic", False):
-            torch.use_deterministic_algorithms(
-                True, warn_only=getattr(debug, "deterministic_warn_only", False)
-            )
+        if deterministic:
+            torch.use_deterministic_algorithms(True, warn_only=deterministic_warn_only)
             torch.backends.cudnn.deterministic = True
             torch.backends.cudnn.benchmark = False
             if device_type == "cuda":
                 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
+    def _helper_post_parallelize(
+        self,
+        *,
+        init_device: str,
+        weights_path: str | None,
+        mixed_precision: bool,
+        materialize,
+    ) -> None:
+        """Spec 9.2 for both trainers: materialise on meta, load weights, fp32 check, train mode.
+
+        ``materialize()`` is the trainer's own initialisation (legacy: ``_materialize_and_init_shards``;
+        HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two.
+        """
+        if init_device == "meta":
+            materialize()
+        if weights_path:
+            self._helper_load_weights(weights_path)
+        if mixed_precision:
+            for name, param in self.model.named_parameters():
+                if param.requires_grad and param.dtype != torch.float32:
+                    raise RuntimeError(
+                        f"trainable parameter {name} is {param.dtype}; with mixed precision every trainable "
+                        "parameter must be float32 (FSDP2 casts for compute)"
+                    )
+        self.model.train()
+
+    # ------------------------------------------------------------------ 1. setup
+    def _setup(self) -> None:
+        """Process group, device, ParallelDims and mesh, the trainer DP group, seeds, determinism."""
+        train = self.args.train
+        debug = getattr(train, "debug", None)
+        self._helper_setup_distributed(
+            comm_backend=getattr(train, "comm_backend", None),
+            local_rank=getattr(train, "local_rank", 0),
+            make_parallel_dims=lambda world_size: ParallelDims.from_config(
+                train.accelerator, world_size=world_size
+            ),
+            seed=getattr(train, "seed", 42),
+            deterministic=bool(debug is not None and getattr(debug, "deterministic", False)),
+            deterministic_warn_only=bool(getattr(debug, "deterministic_warn_only", False)),
+        )
+        platform = get_platform()
         logger.info_rank0(
             "rank %d / world size %d, mesh dims %s",
             platform.get_rank(),
@@ -299,21 +348,13 @@ class BaseTrainer:
         self._post_parallelize()
 
     def _post_parallelize(self) -> None:
-        init_device = getattr(self.args.train, "init_device", "meta")
-        weights_path = getattr(self.args.model, "weights_path", None)
-        if init_device == "meta":
-            self._materialize_and_init_shards()
-        if weights_path:
-            self._load_weights(weights_path)
         mp = getattr(self.args.train, "mixed_precision", None)
-        if mp is not None and getattr(mp, "enabled", False):
-            for name, param in self.model.named_parameters():
-                if param.requires_grad and param.dtype != torch.float32:
-                    raise RuntimeError(
-                        f"trainable parameter {name} is {param.dtype}; with mixed precision every trainable "
-                        "parameter must be float32 (FSDP2 casts for compute)"
-                    )
-        self.model.train()
+        self._helper_post_parallelize(
+            init_device=getattr(self.args.train, "init_device", "meta"),
+            weights_path=getattr(self.args.model, "weights_path", None),
+            mixed_precision=bool(mp is not None and getattr(mp, "enabled", False)),
+            materialize=self._materialize_and_init_shards,
+        )
 
     def _materialize_and_init_shards(self) -> None:
         """Allocate the meta model and initialise each rank's local shard from the default generator."""
@@ -338,7 +379,13 @@ class BaseTrainer:
             model.tie_weights()
 
     def _load_weights(self, path: str) -> None:
-        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back."""
+        self._helper_load_weights(path)
+
+    def _helper_load_weights(self, path: str) -> None:
+        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back.
+
+        Shared with HyperTrainer: both paths load weights through this one dispatcher (spec 9.3).
+        """
         if not os.path.exists(path):
             raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
         try:
