@@ -1,0 +1,428 @@
+"""Parity cases of the loss and tokenizer components (legacy-trainer.md 5.4, 6.1, 8.1; 15 items 6, 10).
+
+Loss, tier A: the legacy in-forward loss ``model(input_ids, labels)["loss"]`` against
+``loss(model.forward_logits(input_ids), labels)`` on the same seeded debug model and batch, loss
+value and every parameter gradient bit for bit (``chunks=0`` means ``CrossEntropyLoss``, else
+``ChunkedCELoss(chunks)``). The model is the shared leaf; only the loss code differs.
+
+Tokenizer, tier A: token ids, decoded text, pad/eos ids and size from the legacy
+``LLMTrainer._build_model_assets`` tokenizer against ``HuggingFaceTokenizer``, on a fixed
+multilingual text set and on hypothesis-drawn text, for four tokenizer folders (the shipped asset,
+a BOS/EOS post-processor variant, an explicit pad token, no eos at all); and the legacy data
+transform + collate fed with either tokenizer.
+
+Tier B: the new components' outputs on the same fixed inputs (loss and logits gradient; ids).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import strategies as st
+
+from parity import assets, canonical
+from parity.cases import REGISTRY
+
+__all__ = [
+    "LOSS_CASE_IDS",
+    "TOKENIZER_CASE_IDS",
+    "TEXTS",
+    "TOKENIZER_VARIANTS",
+    "model_batch",
+    "debug_model",
+    "legacy_tokenizer",
+    "new_tokenizer",
+    "tokenizer_variant",
+]
+
+_DEBUG_YAML = Path(__file__).resolve().parents[2] / "examples" / "debug" / "train.yaml"
+_VOCAB = 2048  # the debug flavour's vocab_size (checked against the model config below)
+
+# Edge cases added to the multilingual corpus of the shipped tokenizer.
+_EDGE_TEXTS = (
+    "",
+    " ",
+    "   leading and trailing spaces   ",
+    "tabs\tand\nnewlines\r\n",
+    "<|endoftext|> literal special token <|im_start|>",
+    "zero\u200bwidth and combining e\u0301 and ZWJ 👩\u200d💻",
+    "\u0000 control \u001f chars \u007f",
+    "מימין לשמאל עם عربي mixed",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 astral plane 𠜎𠜱",
+    "a" * 300,
+)
+
+
+def _corpus() -> tuple[str, ...]:
+    from parity.assets.build_assets import CORPUS
+
+    return tuple(CORPUS)
+
+
+TEXTS: tuple[str, ...] = _corpus() + _EDGE_TEXTS
+TOKENIZER_VARIANTS = ("asset", "bos_eos", "pad", "no_eos")
+
+
+# ----------------------------------------------------------------------------- legacy drivers
+
+
+def _legacy_args(*overrides: str):
+    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.utils.discovery import discover_model_spec
+
+    args = parse_args(HyperTrainerConfig, [str(_DEBUG_YAML), *overrides])
+    discover_model_spec(args.model.name)
+    return args
+
+
+@functools.cache
+def debug_model(seed: int, dtype: str = "float32"):
+    """The debug Qwen3.5 model with seeded weights (cached: only gradients change between uses)."""
+    import torch
+
+    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+
+    torch.manual_seed(seed)
+    model = build_qwen3_5(_legacy_args())
+    if model.config.vocab_size != _VOCAB:
+        raise AssertionError(f"debug flavour vocab_size changed to {model.config.vocab_size}; update _VOCAB")
+    return model.to(getattr(torch, dtype))
+
+
+def model_batch(*, batch: int, seq: int, data_seed: int, ignore: str):
+    """Seeded ``(input_ids, labels)``; ``ignore``: none | prompt | random | firstcol | all."""
+    import torch
+
+    g = torch.Generator().manual_seed(data_seed)
+    input_ids = torch.randint(0, _VOCAB, (batch, seq), generator=g)
+    labels = input_ids.clone()
+    if ignore == "prompt":
+        labels[0, : max(1, seq // 4)] = -100
+    elif ignore == "random":
+        labels[torch.rand(batch, seq, generator=g) < 0.3] = -100
+    elif ignore == "firstcol":
+        labels[:, 0] = -100
+    elif ignore == "all":
+        labels.fill_(-100)
+    elif ignore != "none":
+        raise ValueError(f"ignore={ignore!r}: expected none, prompt, random, firstcol or all")
+    return input_ids, labels
+
+
+def _pct_batch(*, batch: int, seq: int, data_seed: int, ignore_pct: int):
+    import torch
+
+    input_ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore="none")
+    g = torch.Generator().manual_seed(data_seed + 1)
+    labels[torch.rand(batch, seq, generator=g) * 100 < ignore_pct] = -100
+    return input_ids, labels
+
+
+def _loss_and_grads(model, loss) -> dict[str, Any]:
+    loss.backward()
+    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = None
+    return {"loss": loss.detach(), "grads": grads}
+
+
+def _clear_grads(model) -> None:
+    for p in model.parameters():
+        p.grad = None
+
+
+def _legacy_forward_loss(model, input_ids, labels) -> dict[str, Any]:
+    _clear_grads(model)
+    return _loss_and_grads(model, model(input_ids=input_ids, labels=labels)["loss"])
+
+
+def _new_loss(chunks: int):
+    from hyper_parallel.components.loss import ChunkedCELoss, CrossEntropyLoss
+
+    config = CrossEntropyLoss.Config() if chunks == 0 else ChunkedCELoss.Config(chunks=chunks)
+    return config.build()
+
+
+def _component_loss(model, input_ids, labels, chunks: int) -> dict[str, Any]:
+    _clear_grads(model)
+    return _loss_and_grads(model, _new_loss(chunks)(model.forward_logits(input_ids), labels))
+
+
+def legacy_loss(*, seed: int, dtype: str, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
+    del chunks  # the legacy model has one loss
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    return _legacy_forward_loss(debug_model(seed, dtype), ids, labels)
+
+
+def new_loss(*, seed: int, dtype: str, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    return _component_loss(debug_model(seed, dtype), ids, labels, chunks)
+
+
+def legacy_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
+    del chunks
+    ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
+    return _legacy_forward_loss(debug_model(0), ids, labels)
+
+
+def new_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
+    ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
+    return _component_loss(debug_model(0), ids, labels, chunks)
+
+
+def component_loss_golden(*, seed: int, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
+    """Tier B: the new loss on the debug model's logits (detached): value and logits gradient."""
+    import torch
+
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    with torch.no_grad():
+        logits = debug_model(seed).forward_logits(ids)
+    logits.requires_grad_(True)
+    loss = _new_loss(chunks)(logits, labels)
+    loss.backward()
+    return {"loss": loss.detach(), "logits_grad": logits.grad}
+
+
+# ----------------------------------------------------------------------------- tokenizers
+
+
+@functools.cache
+def _variant_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="parity-tokenizers-"))
+
+
+@functools.cache
+def tokenizer_variant(name: str) -> Path:
+    """A tokenizer folder: the shipped asset or a deterministic variant written to a temp folder.
+
+    ``bos_eos``: a post-processor adds ``<|im_start|>`` before and ``<|endoftext|>`` after (so
+    ``add_special_tokens`` matters); ``pad``: ``pad_token`` ``<|im_end|>`` in the config;
+    ``no_eos``: no eos token (so there is no pad id at all).
+    """
+    src = assets.tokenizer_dir()
+    if name == "asset":
+        return src
+    if name not in TOKENIZER_VARIANTS:
+        raise ValueError(f"tokenizer variant {name!r}: expected one of {', '.join(TOKENIZER_VARIANTS)}")
+    from tokenizers import Tokenizer, processors
+
+    out = _variant_root() / name
+    out.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
+    if name == "bos_eos":
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|im_start|> $A <|endoftext|>",
+            pair="<|im_start|> $A <|endoftext|> $B:1 <|endoftext|>:1",
+            special_tokens=[("<|im_start|>", 1), ("<|endoftext|>", 0)],
+        )
+    elif name == "pad":
+        config["pad_token"] = "<|im_end|>"
+    else:
+        config.pop("eos_token", None)
+    tok.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    return out
+
+
+def legacy_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB):
+    """The tokenizer ``LLMTrainer._build_model_assets`` builds (model stub with ``config.vocab_size``)."""
+    from hyper_parallel.trainer.base import BaseTrainer
+    from hyper_parallel.trainer.llm_trainer import LLMTrainer
+
+    args = _legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}")
+    base = BaseTrainer.__new__(BaseTrainer)
+    base.args = args
+    base.model = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab_size)) if vocab_size else None
+    base.tokenizer = base.processor = None
+    wrapper = LLMTrainer.__new__(LLMTrainer)
+    wrapper.args, wrapper.base = args, base
+    wrapper._build_model_assets()
+    return base.tokenizer
+
+
+def new_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB, **config: Any):
+    from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
+
+    return HuggingFaceTokenizer.Config(path=str(path), **config).build(vocab_size=vocab_size)
+
+
+def _token_tree(texts, encode, decode, tok, pad_token_id) -> dict[str, Any]:
+    ids = [encode(t) for t in texts]
+    return {
+        "ids": canonical.token_ids(ids),
+        "decoded": [decode(i) for i in ids],
+        "pad_token_id": pad_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "size": len(tok),
+    }
+
+
+def legacy_token_ids(*, variant: str, special: bool, texts: tuple[str, ...] | list[str] = TEXTS):
+    tok = legacy_tokenizer(tokenizer_variant(variant))
+    return _token_tree(
+        texts,
+        lambda t: tok(t, add_special_tokens=special)["input_ids"],
+        tok.decode,
+        tok,
+        tok.pad_token_id,
+    )
+
+
+def new_token_ids(*, variant: str, special: bool, texts: tuple[str, ...] | list[str] = TEXTS):
+    tok = new_tokenizer(tokenizer_variant(variant))
+    return _token_tree(
+        texts, lambda t: tok.encode(t, add_special_tokens=special), tok.decode, tok, tok.pad_token_id
+    )
+
+
+def _transform_and_collate(tok, pad_token_id, *, cutoff: int, rows: int) -> dict[str, Any]:
+    from hyper_parallel.data.collate import make_pad_collate
+    from hyper_parallel.data.transforms import build_text_transform
+
+    with open(assets.text_jsonl(), encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in f][:rows]
+    out = build_text_transform(tok, cutoff=cutoff, text_key="text", data_type="hf_datasets")({"text": texts})
+    collate = make_pad_collate(pad_token_id)
+    items = [{"input_ids": i, "labels": lab} for i, lab in zip(out["input_ids"], out["labels"], strict=True)]
+    return {
+        "input_ids": canonical.token_ids(out["input_ids"]),
+        "labels": canonical.token_ids(out["labels"]),
+        "batches": canonical.batches([collate(items[i : i + 4]) for i in range(0, len(items), 4)]),
+    }
+
+
+def legacy_transform(*, variant: str, cutoff: int, rows: int):
+    tok = legacy_tokenizer(tokenizer_variant(variant))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0  # legacy _build_collate_fn
+    return _transform_and_collate(tok, pad, cutoff=cutoff, rows=rows)
+
+
+def new_transform(*, variant: str, cutoff: int, rows: int):
+    tok = new_tokenizer(tokenizer_variant(variant))
+    return _transform_and_collate(tok, tok.pad_token_id, cutoff=cutoff, rows=rows)
+
+
+# ----------------------------------------------------------------------------- registration
+
+_LOSS_BASE = {"seed": 0, "dtype": "float32", "batch": 2, "seq": 32, "data_seed": 7}
+_LOSS_PAIRS = (
+    {"ignore": "none", "chunks": 0},
+    {"ignore": "prompt", "chunks": 0},
+    {"ignore": "random", "chunks": 0},
+    {"ignore": "firstcol", "chunks": 0},
+    {"ignore": "all", "chunks": 0},
+    {"ignore": "random", "chunks": 0, "dtype": "bfloat16"},
+    {"ignore": "prompt", "chunks": 1},
+    {"ignore": "random", "chunks": 3},
+    {"ignore": "random", "chunks": 7},
+    {"ignore": "all", "chunks": 3},
+    {"ignore": "random", "chunks": 5, "dtype": "bfloat16"},
+    {"ignore": "prompt", "chunks": 64, "batch": 1, "seq": 20},  # more chunks than rows
+)
+
+LOSS_CASE_IDS: list[str] = []
+for _extra in _LOSS_PAIRS:
+    LOSS_CASE_IDS.append(
+        REGISTRY.pair(
+            "component_loss_vs_legacy",
+            kind="losses",
+            seed=0,
+            params={**_LOSS_BASE, **_extra},
+            legacy=legacy_loss,
+            new=new_loss,
+        ).id
+    )
+
+_LOSS_STRATEGIES = {
+    "batch": st.integers(1, 3),
+    "seq": st.integers(1, 24),
+    "data_seed": st.integers(0, 2**16),
+    "ignore_pct": st.sampled_from([0, 10, 50, 90, 100]),
+}
+for _chunks in (0, 4):
+    LOSS_CASE_IDS.append(
+        REGISTRY.pair(
+            "component_loss_drawn_vs_legacy",
+            kind="losses",
+            seed=0,
+            params={"chunks": _chunks},
+            legacy=legacy_loss_drawn,
+            new=new_loss_drawn,
+            strategies=_LOSS_STRATEGIES,
+        ).id
+    )
+
+for _extra in (
+    {"ignore": "prompt", "chunks": 0},
+    {"ignore": "prompt", "chunks": 3},
+    {"ignore": "all", "chunks": 0},
+):
+    LOSS_CASE_IDS.append(
+        REGISTRY.golden(
+            "component_loss",
+            kind="losses",
+            seed=0,
+            params={"seed": 0, "batch": 2, "seq": 32, "data_seed": 7, **_extra},
+            producer=component_loss_golden,
+        ).id
+    )
+
+TOKENIZER_CASE_IDS: list[str] = []
+for _variant, _special in (
+    ("asset", True),
+    ("asset", False),
+    ("bos_eos", True),
+    ("bos_eos", False),
+    ("pad", True),
+    ("no_eos", True),
+):
+    TOKENIZER_CASE_IDS.append(
+        REGISTRY.pair(
+            "component_tokenizer_vs_legacy",
+            kind="token_ids",
+            params={"variant": _variant, "special": _special},
+            legacy=legacy_token_ids,
+            new=new_token_ids,
+        ).id
+    )
+
+for _variant in ("asset", "bos_eos"):
+    TOKENIZER_CASE_IDS.append(
+        REGISTRY.pair(
+            "component_tokenizer_drawn_vs_legacy",
+            kind="token_ids",
+            params={"variant": _variant},
+            legacy=legacy_token_ids,
+            new=new_token_ids,
+            strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
+        ).id
+    )
+
+for _variant in ("asset", "pad", "no_eos"):
+    TOKENIZER_CASE_IDS.append(
+        REGISTRY.pair(
+            "component_tokenizer_transform_vs_legacy",
+            kind="token_ids",
+            params={"variant": _variant, "cutoff": 16, "rows": 24},
+            legacy=legacy_transform,
+            new=new_transform,
+        ).id
+    )
+
+for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False)):
+    TOKENIZER_CASE_IDS.append(
+        REGISTRY.golden(
+            "component_tokenizer",
+            kind="token_ids",
+            params={"variant": _variant, "special": _special},
+            producer=new_token_ids,
+        ).id
+    )
