@@ -94,8 +94,11 @@ def run_case(
         if reason is not None:
             pytest.skip(reason)
         path, text = engine.produce_golden(case, backend)
-        snapshot = request.getfixturevalue("snapshot")
-        assert snapshot.use_extension(golden_extension(path)) == text
+        assertion = request.getfixturevalue("snapshot").use_extension(golden_extension(path))
+        if not assertion == text:  # syrupy writes when the text differs; False only on an error
+            pytest.fail(
+                f"golden {path} was not written:\n" + "\n".join(assertion.get_assert_diff()), pytrace=False
+            )
         return
     outcome = engine.check(
         case, backend, hypothesis_blob=request.config.getoption("parity_hypothesis_blob", None)

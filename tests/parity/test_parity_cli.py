@@ -1,0 +1,93 @@
+"""``python -m parity`` in-process: list, run (table, reports, exit codes), update (diffs), report."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from parity.cli import main
+
+CASES = "tests.parity.parity_synthetic:REGISTRY"
+
+
+@pytest.fixture
+def cli(tmp_path):
+    def run(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = main(list(argv), console=Console(file=out, width=250, color_system=None))
+        return code, out.getvalue()
+
+    run.golden = str(tmp_path / "golden")
+    run.reports = str(tmp_path / "reports")
+    return run
+
+
+def test_list_shows_cases_and_golden_status(cli):
+    code, out = cli("list", "--cases", CASES, "--golden-dir", cli.golden)
+    assert code == 0
+    assert "lr_curve.long_warmup-steps=12" in out and "A (hypothesis)" in out and "cpu: missing" in out
+
+
+def test_run_passing_selection_exits_zero_with_a_table(cli):
+    code, out = cli(
+        "run", "--cases", CASES, "-k", "warmup_ceil", "--golden-dir", cli.golden, "--report-dir", cli.reports
+    )
+    assert code == 0, out
+    assert "lr_curve.warmup_ceil-steps=10" in out and "pass" in out and "1 passed, 0 failed" in out
+
+
+def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):
+    code, out = cli(
+        "run",
+        "--cases",
+        CASES,
+        "--id",
+        "lr_curve.warmup_floor-steps=10",
+        "--backend",
+        "torch",
+        "--golden-dir",
+        cli.golden,
+        "--report-dir",
+        cli.reports,
+    )
+    assert code == 1
+    assert "FAIL" in out and "first difference [bits/value]: lr_curve[1]" in out
+    assert (
+        "reproduce: PYTHONHASHSEED=0 python -m parity run --cases tests.parity.parity_synthetic:REGISTRY"
+        in out
+    )
+    assert (tmp_path / "reports" / "torch" / "cpu" / "lr_curve.warmup_floor-steps=10.json").exists()
+    code, shown = cli("report", "--report-dir", cli.reports)
+    assert code == 0 and "lr_curve[1]" in shown and "lr_curve.warmup_floor-steps=10" in shown
+
+
+def test_update_prints_diffs_then_run_passes_and_unused_goldens_fail(cli, tmp_path):
+    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
+    assert code == 0 and "created" in out and "+++ b/" in out and '"__parity__": "float"' in out
+    golden = tmp_path / "golden" / "torch" / "cpu" / "param_groups.groups.json"
+    doc = json.loads(golden.read_text())
+    doc["artifacts"][0]["eps"]["hex"] = (1e-7).hex()
+    golden.write_text(json.dumps(doc, sort_keys=True, indent=2) + "\n")
+    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
+    assert code == 0 and "updated" in out and f'-        "hex": "{(1e-7).hex()}",' in out
+    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
+    assert code == 0 and "0 golden(s) written" in out
+    code, out = cli(
+        "run", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden, "--report-dir", cli.reports
+    )
+    assert code == 0, out
+    (golden.parent / "param_groups.renamed.json").write_text("{}\n")
+    code, out = cli(
+        "run", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden, "--report-dir", cli.reports
+    )
+    assert code == 1 and "unused golden" in out and "param_groups.renamed.json" in out
+    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden, "--prune-unused")
+    assert code == 0 and not (golden.parent / "param_groups.renamed.json").exists()
+
+
+def test_bad_registry_spec_is_a_usage_error(cli):
+    code, out = cli("list", "--cases", "no_such_module_xyz")
+    assert code == 2 and "no_such_module_xyz" in out
