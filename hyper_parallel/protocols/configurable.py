@@ -37,7 +37,6 @@ This module does not import tyro: only the command line needs it.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 from collections.abc import Iterator
@@ -179,6 +178,25 @@ def validate_config_class(config_cls: type, owner_name: str) -> None:
         raise TypeError(f"{where} has fields that shadow Config methods: {', '.join(shadowing)}")
 
 
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    """Dataclass field names of a Config class, computed once per class (build() is hot)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _shallow_copy(config: Any, field_names: frozenset[str]) -> Any:
+    """``copy.copy`` for a slotted dataclass without the generic ``__reduce_ex__`` round trip."""
+    clone = object.__new__(type(config))
+    for name in field_names:
+        object.__setattr__(clone, name, getattr(config, name))
+    return clone
+
+
 class Configurable:
     """Base class of every component that is built from a nested ``Config``."""
 
@@ -205,13 +223,14 @@ class Configurable:
                 )
             if "config" in kwargs:
                 raise ValueError(f"{name}.build(): 'config' is passed by build() itself, not as a kwarg")
-            overlap = sorted({f.name for f in dataclasses.fields(self)} & kwargs.keys())
+            field_names = _field_names(type(self))
+            overlap = sorted(kwargs.keys() & field_names) if kwargs else []
             if overlap:
                 raise ValueError(
                     f"{name}.build(): kwargs repeat config field(s) {', '.join(overlap)}; kwargs are "
                     "for runtime objects only, set config values on the Config (e.g. with replace())"
                 )
-            return owner(config=copy.copy(self), **kwargs)
+            return owner(config=_shallow_copy(self, field_names), **kwargs)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
