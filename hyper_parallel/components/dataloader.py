@@ -3,7 +3,10 @@
 ``BaseDataLoader.Config`` carries the legacy ``data:`` fields plus the three ``train:`` fields the
 legacy loader reads (``micro_batch_size``, ``global_batch_size``, ``seed``), under their YAML names.
 Building it dispatches on ``type`` through one type -> class map that every subclass joins by
-declaring ``data_types``; a concrete Config (``DummyDataLoader.Config``...) builds its own class.
+declaring ``data_types``: ``BaseDataLoader.__new__`` picks the registered class, so the generic
+Config (the trainer's default) and ``BaseDataLoader(config)`` both yield the concrete loader, with
+no copy of the Config into another class. A concrete Config (``DummyDataLoader.Config``...) builds
+its own class.
 
 Why a wrapper and not a ``StatefulDataLoader`` subclass: components reach torch only through the
 platform, so the loader is created by ``platform.stateful_dataloader`` and held as ``.loader``.
@@ -18,7 +21,6 @@ sampler, loader, grad accumulation, grouping) is this module's own code.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
@@ -116,13 +118,11 @@ class BaseDataLoader(Configurable):
         global_batch_size: int = 8
         seed: int = 42
 
-        def build(self, **kwargs: Any) -> BaseDataLoader:
-            """Build the loader; the generic Config dispatches on ``type`` to the registered class."""
-            if type(self)._owner is BaseDataLoader:
-                target = loader_class(self.type)
-                values = {f.name: getattr(self, f.name) for f in dataclasses.fields(BaseDataLoader.Config)}
-                return Configurable.Config.build(target.Config(**values), **kwargs)
-            return Configurable.Config.build(self, **kwargs)
+    def __new__(cls, config: BaseDataLoader.Config, **kwargs: Any) -> BaseDataLoader:
+        """Building the generic Config (or ``BaseDataLoader(config)``) yields the class for ``config.type``."""
+        if cls is BaseDataLoader:
+            cls = loader_class(config.type)
+        return super().__new__(cls)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
