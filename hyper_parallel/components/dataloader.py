@@ -118,9 +118,9 @@ class BaseDataLoader(Configurable):
         global_batch_size: int = 8
         seed: int = 42
 
-    def __new__(cls, config: BaseDataLoader.Config, **kwargs: Any) -> BaseDataLoader:
+    def __new__(cls, config: BaseDataLoader.Config | None = None, **kwargs: Any) -> BaseDataLoader:
         """Building the generic Config (or ``BaseDataLoader(config)``) yields the class for ``config.type``."""
-        if cls is BaseDataLoader:
+        if cls is BaseDataLoader and config is not None:
             cls = loader_class(config.type)
         return super().__new__(cls)
 
@@ -393,7 +393,12 @@ def _pad_collate(items: Sequence[Mapping[str, Any]], *, pad_id: int) -> dict[str
         row = platform.as_int64(values)
         if len(platform.shape(row)) != 1:
             raise ValueError(f"collate expects 1-D sequences, got shape {tuple(platform.shape(row))}")
-        return platform.pad_last_dim(row, longest - platform.shape(row)[0], fill)
+        missing = longest - platform.shape(row)[0]
+        if missing < 0:  # a negative pad would silently crop
+            raise ValueError(
+                f"collate: a labels row has {platform.shape(row)[0]} ids, more than input_ids ({longest})"
+            )
+        return platform.pad_last_dim(row, missing, fill)
 
     return {
         "input_ids": platform.stack([padded(item["input_ids"], pad_id) for item in items]),

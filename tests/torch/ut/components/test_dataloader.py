@@ -517,6 +517,21 @@ def test_worker_loader_with_prefetch_equals_legacy():
     assert_same_batches(take(legacy.train_dataloader, 4), take(new, 4))
 
 
+def test_collate_equals_legacy_on_mixed_inputs():
+    from hyper_parallel.data.collate import pad_collate
+
+    items = [
+        {"input_ids": [5, 6, 7], "labels": [-100, 6, 7]},
+        {"input_ids": torch.tensor([1], dtype=torch.int32), "labels": torch.tensor([1], dtype=torch.int32)},
+        {"input_ids": torch.arange(5), "labels": torch.arange(5), "attention_mask": torch.ones(5)},
+    ]
+    legacy, new = pad_collate(items, pad_id=9), dl._pad_collate(items, pad_id=9)
+    assert set(new) == {"input_ids", "labels"}
+    assert compare(canonical.canonicalise(legacy), canonical.canonicalise(new), "collate") == []
+    with pytest.raises(ValueError, match="more than input_ids"):
+        dl._pad_collate([{"input_ids": [1], "labels": [1, 2]}], pad_id=0)
+
+
 def test_data_parallel_rank():
     assert [data_parallel_rank(r, 2) for r in range(6)] == [0, 0, 1, 1, 2, 2]
     assert data_parallel_rank(5, 1) == 5
