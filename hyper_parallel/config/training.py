@@ -56,6 +56,11 @@ class TrainingConfig(ConfigMixin):
     mixed_precision_reduce: DTypeName = "float32"
     # train.mixed_precision.output_dtype (None: outputs keep the parameter dtype)
     mixed_precision_output: DTypeName | None = None
+    # model.weights_path: initial weights (HF folder, DCP folder or single file) loaded after
+    # materialisation; None keeps the random initialisation
+    weights_path: str | None = None
+    # model.freeze_modules: parameters whose name contains any of these substrings are frozen
+    freeze_modules: list[str] | None = None
 
     def __post_init__(self) -> None:
         check_int(self, "steps", minimum=0)

@@ -44,6 +44,8 @@ EXPECTED_DEFAULTS = {
         "mixed_precision_param": "bfloat16",
         "mixed_precision_reduce": "float32",
         "mixed_precision_output": None,
+        "weights_path": None,
+        "freeze_modules": None,
     },
     ParallelismConfig: {
         "data_parallel_replicate_degree": 1,
