@@ -12,9 +12,10 @@ both producers of a pair, never the logic under test.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +93,31 @@ def batches(seed: int, steps: int, *, vocab: int = 2048, batch: int = 2, seq: in
     return [torch.randint(0, vocab, (batch, seq), generator=g) for _ in range(steps)]
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """One intra-op thread: the debug model is tiny, and on a busy host two threads mostly spin."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train(model, optimizer, scheduler, inputs: Iterable[Any], *, clip: float | None) -> None:
     """The legacy step order: backward, clip, optimizer step, scheduler step, zero_grad."""
     import torch
 
-    for ids in inputs:
-        model(input_ids=ids, labels=ids, use_cache=False)["loss"].backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
+    with one_thread():
+        for ids in inputs:
+            model(input_ids=ids, labels=ids, use_cache=False)["loss"].backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
 
 
 def named_optimizer_state(
@@ -291,6 +306,8 @@ LR_GRID = (
     {"steps": 3, "warmup_ratio": 1.5, "decay_style": "cosine", "lr_min": 0.0},
     {"steps": 1, "warmup_ratio": 0.0, "decay_style": "cosine", "lr_min": 0.0},
     {"steps": 0, "warmup_ratio": 0.1, "decay_style": "cosine", "lr_min": 1e-5},
+    # 100 * 0.07 == 7.000000000000001: ceil gives 8 warmup steps (a float hazard for any port).
+    {"steps": 100, "warmup_ratio": 0.07, "decay_style": "cosine", "lr_min": 0.0},
 )
 for _params in LR_GRID:
     REGISTRY.pair("lrsched_grid", kind="lr_curve", params=_params, legacy=legacy_lr_curve, new=new_lr_curve)
