@@ -1,0 +1,601 @@
+"""CheckpointManager: ``step_<N>/`` checkpoints, resume, HF export and initial weights (RFC Part 3).
+
+One component takes over what the legacy path spreads over ``CheckpointCallback``,
+``SafetensorsExportCallback`` and ``BaseTrainer._load_weights`` (legacy spec 9.3 and 14). It
+writes the legacy layout byte-compatibly, so a checkpoint written by either path resumes in the
+other. One save, ``<output_dir>/step_<N>/``:
+
+- ``.metadata`` + ``__<rank>_0.distcp``: DCP shards of the model state dict (every rank);
+- ``optimizer_rank{r}.pt`` and ``rng_rank{r}.pt`` (every rank), ``dataloader_rank{r}.pt`` (every
+  rank whose loader has a ``state_dict``);
+- ``scheduler.pt`` and ``extra_state.json`` ``{"global_step", "epoch"}`` (rank 0);
+- ``hf_ckpt/model.safetensors`` + ``hf_ckpt/config.json`` (rank 0, when ``save_hf_weights``).
+
+Every file besides the DCP shards goes to a hidden temporary file in the same folder and is moved
+into place with ``os.replace``: a crash never leaves a half-written artifact that a resume trusts.
+
+Where leniency ends. As in the legacy callbacks, saving only warns on failure (training goes on),
+a missing artifact is skipped with a warning, and an artifact that reads fine but does not fit
+(``load_state_dict`` raises: another model, another optimizer layout) is warned about. A file that
+is present but cannot be read back (truncated, garbage, not what we wrote) raises
+``CheckpointCorruptError`` naming the file: resuming around it would silently train from a state
+that was never saved. For the DCP shards this is decided after a failed load by checking that
+``.metadata`` unpickles and that every shard covers the byte ranges it lists; DCP has no
+checksums, so a same-size overwrite of a shard is found only if it fails to load (then warned).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
+from hyper_parallel.platform import get_platform
+from hyper_parallel.protocols.configurable import Configurable
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "CheckpointCorruptError",
+    "CheckpointManager",
+    "EXTRA_STATE_FILE",
+    "HF_CONFIG_FILE",
+    "HF_SUBDIR",
+    "HF_WEIGHTS_FILE",
+    "SCHEDULER_FILE",
+    "dataloader_file",
+    "optimizer_file",
+    "rng_file",
+]
+
+logger = logging.getLogger(__name__)
+
+EXTRA_STATE_FILE = "extra_state.json"
+SCHEDULER_FILE = "scheduler.pt"
+HF_SUBDIR = "hf_ckpt"
+HF_WEIGHTS_FILE = "model.safetensors"
+HF_INDEX_FILE = "model.safetensors.index.json"
+HF_CONFIG_FILE = "config.json"
+DCP_METADATA_FILE = ".metadata"
+
+# torch's activation-checkpoint wrapper inserts this into parameter names; HF keys never have it.
+_AC_WRAPPER_INFIX = "._checkpoint_wrapped_module"
+# Dtype names an HF config may carry that the weight loader casts to; anything else: no cast.
+_HF_LOAD_DTYPES = frozenset({"bfloat16", "bf16", "float16", "fp16", "float32", "fp32"})
+
+
+def optimizer_file(rank: int) -> str:
+    return f"optimizer_rank{rank}.pt"
+
+
+def rng_file(rank: int) -> str:
+    return f"rng_rank{rank}.pt"
+
+
+def dataloader_file(rank: int) -> str:
+    return f"dataloader_rank{rank}.pt"
+
+
+class CheckpointCorruptError(RuntimeError):
+    """A checkpoint file exists but cannot be read back; ``path`` names it."""
+
+    def __init__(self, path: str, cause: object) -> None:
+        super().__init__(f"checkpoint file {path} is truncated or corrupt: {cause}")
+        self.path = path
+
+
+# --------------------------------------------------------------------------- file helpers
+def _sync_to_disk(path: str) -> None:
+    """fsync a file or a folder; some filesystems refuse folders, which is harmless here."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_atomically(path: str, write: Callable[[str], None]) -> None:
+    """``write(tmp)`` to a hidden per-process temp name beside ``path``, then ``os.replace`` it."""
+    folder, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        _sync_to_disk(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _sync_to_disk(folder)
+
+
+def _write_json(obj: Any, path: str) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2)
+            fh.write("\n")
+
+    _write_atomically(path, write)
+
+
+def _save_object(obj: Any, path: str) -> None:
+    platform = get_platform()
+    _write_atomically(path, lambda tmp: platform.save(obj, tmp))
+
+
+def _read_object(path: str) -> Any:
+    """A ``.pt`` artifact, loaded with ``weights_only=True`` onto the device it was saved from."""
+    try:
+        return get_platform().load(path, weights_only=True, map_location=None)
+    except Exception as exc:  # noqa: BLE001 - zip, pickle and EOF errors all mean "unreadable"
+        raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _logical_name(name: str) -> str:
+    return name.replace(_AC_WRAPPER_INFIX, "")
+
+
+def _check_type(field: str, value: Any, kinds: tuple[type, ...], expected: str) -> None:
+    if isinstance(value, bool) and bool not in kinds:
+        raise TypeError(f"checkpoint.{field} must be {expected}, got {value!r}")
+    if not isinstance(value, kinds):
+        raise TypeError(f"checkpoint.{field} must be {expected}, got {type(value).__name__} {value!r}")
+
+
+class CheckpointManager(Configurable):
+    """Checkpoint save/resume on the legacy ``step_<N>/`` layout, plus HF export and weight loading.
+
+    Runtime objects are duck-typed: ``optimizers``, ``lr_schedulers`` and ``dataloader`` need
+    ``state_dict()`` / ``load_state_dict()`` (any may be None and is then skipped), the model
+    parts are modules whose state dicts are merged (their keys must not collide), ``sd_adapter``
+    is the ModelSpec's state-dict adapter (class or instance) or None.
+    """
+
+    @dataclass(kw_only=True, slots=True)
+    class Config(Configurable.Config):
+        """Legacy ``train.checkpoint`` fields under their YAML names.
+
+        ``save_steps <= 0`` turns saving off (also at train end), as in the legacy callbacks;
+        an empty ``load_path`` means no resume.
+        """
+
+        output_dir: str = "outputs"
+        save_steps: int = 500
+        save_async: bool = False
+        save_hf_weights: bool = True
+        load_path: str | None = None
+
+        def __post_init__(self) -> None:
+            _check_type("output_dir", self.output_dir, (str,), "a folder path (str)")
+            if not self.output_dir:
+                raise ValueError("checkpoint.output_dir must be a non-empty folder path")
+            _check_type("save_steps", self.save_steps, (int,), "an int (<= 0 disables saving)")
+            _check_type("save_async", self.save_async, (bool,), "a bool")
+            _check_type("save_hf_weights", self.save_hf_weights, (bool,), "a bool")
+            if self.load_path is not None:
+                _check_type("load_path", self.load_path, (str,), "a step_<N> folder path (str) or None")
+
+    def __init__(
+        self,
+        config: CheckpointManager.Config,
+        *,
+        model_parts: Sequence[torch.nn.Module],
+        optimizers: Any,
+        lr_schedulers: Any,
+        dataloader: Any,
+        sd_adapter: Any = None,
+    ) -> None:
+        if not isinstance(model_parts, (list, tuple)) or not model_parts:
+            raise TypeError(
+                f"model_parts must be a non-empty list of models, got {type(model_parts).__name__}"
+            )
+        self.config = config
+        self.model_parts = list(model_parts)
+        self.optimizers = optimizers
+        self.lr_schedulers = lr_schedulers
+        self.dataloader = dataloader
+        self.sd_adapter = sd_adapter() if isinstance(sd_adapter, type) else sd_adapter
+        # Step 0 is the untrained state: a run that trains nothing writes nothing.
+        self.last_saved_step: int | None = 0
+        self.last_exported_step: int | None = 0
+        self._pending: Any = None
+        self._pending_step: int | None = None
+        self._async_group: Any = None
+        self._async_group_made = False
+        # (lenient) Failures that only warn; DCP's CheckpointException is a BaseException.
+        self._lenient: tuple[type[BaseException], ...] = (
+            OSError,
+            RuntimeError,
+            ValueError,
+            *get_platform().dcp_errors(),
+        )
+
+    # ------------------------------------------------------------------ own state
+    def state_dict(self) -> dict[str, Any]:
+        return {"last_saved_step": self.last_saved_step, "last_exported_step": self.last_exported_step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.last_saved_step = state.get("last_saved_step", 0)
+        self.last_exported_step = state.get("last_exported_step", 0)
+
+    # ------------------------------------------------------------------ paths
+    def step_dir(self, step: int) -> str:
+        return os.path.join(self.config.output_dir, f"step_{step}")
+
+    def _model_config(self) -> Any:
+        for part in self.model_parts:
+            config = getattr(part, "config", None)
+            if config is not None:
+                return config
+        return None
+
+    def _model_state_dicts(self) -> list[dict[str, Any]]:
+        """One state dict per part (live tensors, loaded in place by DCP); keys must be unique."""
+        parts, seen = [], set()
+        for index, part in enumerate(self.model_parts):
+            state = part.state_dict()
+            clash = sorted(seen & state.keys())
+            if clash:
+                raise ValueError(
+                    f"model_parts[{index}] repeats state-dict keys of an earlier part: {clash[:5]}"
+                )
+            seen.update(state)
+            parts.append(state)
+        return parts
+
+    # ------------------------------------------------------------------ save
+    def _due(self, step: int, last: int | None) -> bool:
+        save_steps = self.config.save_steps
+        return save_steps > 0 and step % save_steps == 0 and step != last
+
+    def maybe_save(self, step: int, epoch: int = 0) -> str | None:
+        """Per-step hook: checkpoint (and HF export) when ``step`` is on the cadence and unsaved."""
+        return self.save(step, epoch)
+
+    def save(self, step: int, epoch: int = 0, *, force: bool = False) -> str | None:
+        """Write ``step_<step>/`` when due (``force``: now, synchronously); returns it or None.
+
+        Due means ``save_steps > 0``, ``step % save_steps == 0`` and ``step`` not saved yet. The HF
+        export follows the same rule with its own bookkeeping when ``save_hf_weights`` is on.
+        """
+        ckpt_dir = None
+        if force or self._due(step, self.last_saved_step):
+            ckpt_dir = self._save_checkpoint(step, epoch, async_save=self.config.save_async and not force)
+        if self.config.save_hf_weights and (force or self._due(step, self.last_exported_step)):
+            self._export_step(step)
+        return ckpt_dir
+
+    def save_final(self, step: int, epoch: int = 0) -> str | None:
+        """Train end: wait for an async save, then save synchronously if ``step`` is still unsaved."""
+        self.wait()
+        ckpt_dir = None
+        if self.config.save_steps > 0 and step != self.last_saved_step:
+            ckpt_dir = self._save_checkpoint(step, epoch, async_save=False)
+        if self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step:
+            self._export_step(step)
+        return ckpt_dir
+
+    def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool) -> str | None:
+        ckpt_dir = self.step_dir(step)
+        self.wait()
+        try:
+            os.makedirs(ckpt_dir, exist_ok=True)
+            self._write_model(ckpt_dir, step, async_save=async_save)
+            self._write_states(ckpt_dir, step, epoch)
+        except self._lenient as exc:
+            logger.warning(
+                f"Checkpoint save to {ckpt_dir} failed at step {step}: {exc!r}; training continues"
+            )
+            return None
+        self.last_saved_step = step
+        kind = "Async checkpoint issued" if async_save else "Saved checkpoint"
+        logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
+        return ckpt_dir
+
+    def _write_model(self, ckpt_dir: str, step: int, *, async_save: bool) -> None:
+        platform = get_platform()
+        merged: dict[str, Any] = {}
+        for state in self._model_state_dicts():
+            merged.update(state)
+        if async_save:
+            self._pending = platform.dcp_save(
+                merged, ckpt_dir, async_op=True, process_group=self._async_process_group()
+            )
+            self._pending_step = step
+        else:
+            platform.dcp_save(merged, ckpt_dir)
+
+    def _write_states(self, ckpt_dir: str, step: int, epoch: int) -> None:
+        platform = get_platform()
+        rank = platform.get_rank()
+        if self.optimizers is not None:
+            _save_object(self.optimizers.state_dict(), os.path.join(ckpt_dir, optimizer_file(rank)))
+        if rank == 0 and self.lr_schedulers is not None:
+            _save_object(self.lr_schedulers.state_dict(), os.path.join(ckpt_dir, SCHEDULER_FILE))
+        if rank == 0:
+            _write_json({"global_step": step, "epoch": epoch}, os.path.join(ckpt_dir, EXTRA_STATE_FILE))
+        _save_object(platform.get_rng_state(), os.path.join(ckpt_dir, rng_file(rank)))
+        if self.dataloader is not None and hasattr(self.dataloader, "state_dict"):
+            _save_object(self.dataloader.state_dict(), os.path.join(ckpt_dir, dataloader_file(rank)))
+
+    def _async_process_group(self) -> Any:
+        """A gloo group made once, so background shard writes never share the training group."""
+        if not self._async_group_made:
+            self._async_group_made = True
+            platform = get_platform()
+            if platform.is_distributed():
+                self._async_group = platform.new_group(backend="gloo")
+        return self._async_group
+
+    def wait(self) -> None:
+        """Block until the in-flight async save (if any) is written; a failure only warns."""
+        if self._pending is None:
+            return
+        handle, step = self._pending, self._pending_step
+        self._pending = self._pending_step = None
+        try:
+            get_platform().dcp_wait(handle)
+        except self._lenient as exc:
+            logger.warning(f"Async checkpoint save of step {step} failed: {exc!r}; training continues")
+            if self.last_saved_step == step:
+                self.last_saved_step = None  # the final save retries it
+
+    def close(self) -> None:
+        self.wait()
+
+    # ------------------------------------------------------------------ HF export
+    def _export_step(self, step: int) -> str | None:
+        out_dir = os.path.join(self.step_dir(step), HF_SUBDIR)
+        try:
+            result = self.export_hf(out_dir)
+        except self._lenient as exc:
+            logger.warning(f"HF export to {out_dir} failed at step {step}: {exc!r}; training continues")
+            return None
+        self.last_exported_step = step
+        logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
+        return result
+
+    def export_hf(self, out_dir: str) -> str | None:
+        """Write ``model.safetensors`` (+ ``config.json`` with an adapter) to ``out_dir`` from rank 0.
+
+        Collective: every rank gathers the full state dict from its shards. Without an adapter the
+        weights keep their own names and no config is written. Returns ``out_dir`` on rank 0.
+        """
+        platform = get_platform()
+        full: dict[str, Any] = {}
+        for part in self.model_parts:
+            full.update(platform.full_model_state_dict(part))
+        if platform.get_rank() != 0:
+            return None
+        model_config = self._model_config()
+        hf_state = (
+            self.sd_adapter.save_hf_state_dict(full, model_config) if self.sd_adapter is not None else full
+        )
+        # Tied weights share storage, which safetensors refuses: every tensor gets its own copy.
+        tensors = {key: platform.detached_copy(v) for key, v in hf_state.items() if platform.is_tensor(v)}
+        os.makedirs(out_dir, exist_ok=True)
+        _write_atomically(
+            os.path.join(out_dir, HF_WEIGHTS_FILE),
+            lambda tmp: platform.save_safetensors(tensors, tmp, metadata={"format": "pt"}),
+        )
+        if self.sd_adapter is not None:
+            dtype = next(
+                (platform.dtype_name(t) for t in tensors.values() if platform.is_floating(t)), "float32"
+            )
+            _write_json(
+                self.sd_adapter.export_hf_config(model_config, dtype), os.path.join(out_dir, HF_CONFIG_FILE)
+            )
+        return out_dir
+
+    # ------------------------------------------------------------------ resume
+    def load(self, load_path: str | None = None) -> tuple[int, int]:
+        """Resume from ``load_path`` (default ``config.load_path``); returns ``(global_step, epoch)``.
+
+        Order: model, extra state, optimizer, scheduler, RNG, dataloader. No path: nothing is
+        touched and ``(0, 0)`` comes back.
+        """
+        path = load_path if load_path is not None else self.config.load_path
+        if not path:
+            return 0, 0
+        if not os.path.isdir(path):
+            raise ValueError(
+                f"checkpoint.load_path={path!r} is not an existing directory; expected a step_<N> "
+                "checkpoint folder"
+            )
+        platform = get_platform()
+        rank = platform.get_rank()
+        self._restore_model(path)
+        step, epoch = self._read_extra_state(path)
+        if self.optimizers is not None:
+            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)
+        if self.lr_schedulers is not None:
+            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)
+        self._restore_file(path, rng_file(rank), platform.set_rng_state)
+        if self.dataloader is not None and hasattr(self.dataloader, "load_state_dict"):
+            self._restore_file(path, dataloader_file(rank), self.dataloader.load_state_dict)
+        # The loaded step is on disk already (with its export): train end must not write it again.
+        self.last_saved_step = step
+        self.last_exported_step = step
+        logger.info_rank0(f"Resumed from checkpoint {path} (global_step={step}, epoch={epoch})")
+        return step, epoch
+
+    @staticmethod
+    def _raise_if_damaged(path: str, exc: BaseException) -> None:
+        """After a failed DCP load: a damaged ``.metadata`` or shard is an error naming the file."""
+        damaged = get_platform().dcp_damaged_file(path)
+        if damaged is not None:
+            raise CheckpointCorruptError(*damaged) from exc
+
+    def _restore_model(self, path: str) -> None:
+        if not any(name.endswith(DCP_METADATA_FILE) for name in os.listdir(path)):
+            logger.warning(f"Checkpoint {path} has no DCP .metadata; model weights not restored")
+            return
+        states = self._model_state_dicts()
+        merged = {key: value for state in states for key, value in state.items()}
+        try:
+            get_platform().dcp_load(merged, path)
+        except self._lenient as exc:
+            self._raise_if_damaged(path, exc)
+            logger.warning(f"Could not restore model from {path}: {exc!r}; training continues without it")
+            return
+        try:
+            for part, state in zip(self.model_parts, states, strict=True):
+                part.load_state_dict({key: merged[key] for key in state})
+        except self._lenient as exc:
+            logger.warning(f"Could not restore model from {path}: {exc!r}; training continues without it")
+
+    @staticmethod
+    def _read_extra_state(path: str) -> tuple[int, int]:
+        file = os.path.join(path, EXTRA_STATE_FILE)
+        if not os.path.isfile(file):
+            logger.warning(f"Checkpoint artifact {file} is missing; skipped")
+            return 0, 0
+        try:
+            with open(file, encoding="utf-8") as fh:
+                extra = json.load(fh)
+        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise CheckpointCorruptError(file, f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(extra, dict):
+            raise CheckpointCorruptError(file, f"expected a JSON object, got {type(extra).__name__}")
+        try:
+            return int(extra.get("global_step", 0)), int(extra.get("epoch", 0))
+        except (TypeError, ValueError) as exc:
+            raise CheckpointCorruptError(file, f"global_step/epoch are not integers: {exc}") from exc
+
+    def _restore_file(self, path: str, name: str, apply: Callable[[Any], Any]) -> None:
+        file = os.path.join(path, name)
+        if not os.path.isfile(file):
+            logger.warning(f"Checkpoint artifact {file} is missing; skipped")
+            return
+        state = _read_object(file)
+        try:
+            apply(state)
+        except self._lenient as exc:
+            logger.warning(f"Could not restore {name} from {file}: {exc!r}; training continues without it")
+
+    # ------------------------------------------------------------------ initial weights
+    def load_weights(self, path: str) -> None:
+        """Initial weights (``model.weights_path``): HF folder with an adapter, DCP folder or one file.
+
+        Never falls back to the random init: every failure is
+        ``RuntimeError("Failed to load weights from <path>: <cause>")``.
+        """
+        if not os.path.exists(path):
+            raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
+        try:
+            if os.path.isdir(path):
+                has_hf = os.path.isfile(os.path.join(path, HF_INDEX_FILE)) or os.path.isfile(
+                    os.path.join(path, HF_WEIGHTS_FILE)
+                )
+                if has_hf and self.sd_adapter is not None:
+                    self._load_hf_weights(path)
+                elif os.path.isfile(os.path.join(path, DCP_METADATA_FILE)):
+                    self._load_dcp_weights(path)
+                else:
+                    raise ValueError(
+                        "model.weights_path directory must hold model.safetensors(.index.json) with a "
+                        "state-dict adapter, or a DCP checkpoint (.metadata)"
+                    )
+            else:
+                self._load_weights_file(path)
+        except (Exception, *self._lenient) as exc:
+            raise RuntimeError(f"Failed to load weights from {path}: {exc}") from exc
+
+    def _hf_load_dtype(self, path: str) -> Any:
+        """Cast target: the model config's dtype, else ``dtype``/``torch_dtype`` of ``config.json``."""
+        platform = get_platform()
+        config = self._model_config()
+        name = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+        if name is None:
+            cfg_file = os.path.join(path, HF_CONFIG_FILE)
+            if os.path.isfile(cfg_file):
+                with open(cfg_file, encoding="utf-8") as fh:
+                    hf_config = json.load(fh)
+                name = hf_config.get("dtype") or hf_config.get("torch_dtype")
+        if name is None:
+            return None
+        if platform.is_dtype(name):
+            return name
+        key = str(name).lower()
+        return platform.dtype_from_name(key) if key in _HF_LOAD_DTYPES else None
+
+    def _hf_files(self, path: str) -> list[str]:
+        index = os.path.join(path, HF_INDEX_FILE)
+        if os.path.isfile(index):
+            try:
+                with open(index, encoding="utf-8") as fh:
+                    weight_map = json.load(fh)["weight_map"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise ValueError(
+                    f"{index}: unreadable safetensors index ({type(exc).__name__}: {exc})"
+                ) from exc
+            return [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
+        return [os.path.join(path, HF_WEIGHTS_FILE)]
+
+    def _load_hf_weights(self, path: str) -> None:
+        platform = get_platform()
+        try:
+            hf_state = self.sd_adapter.load_hf_state_dict(
+                path, self._model_config(), dtype=self._hf_load_dtype(path)
+            )
+        except Exception:
+            for file in self._hf_files(path):  # name the damaged file when there is one
+                platform.check_safetensors(file)
+            raise
+        for part in self.model_parts:
+            params = {_logical_name(n): p for n, p in part.named_parameters()}
+            valid, dropped = {}, []
+            for key, tensor in hf_state.items():
+                target = params.get(key)
+                if target is None:
+                    continue
+                src, dst = tuple(platform.shape(tensor)), tuple(platform.shape(target))
+                if src == dst:
+                    valid[key] = tensor
+                else:
+                    dropped.append((key, src, dst))
+            if dropped:
+                logger.warning(
+                    "dropped %d weights with mismatched shapes, first: %s", len(dropped), dropped[:5]
+                )
+            platform.set_full_model_state_dict(part, valid, strict=False)
+            logger.info_rank0("loaded %d weights from %s", len(valid), path)
+            missing = sorted(set(params) - set(valid))
+            if missing:
+                logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
+
+    def _load_dcp_weights(self, path: str) -> None:
+        states = self._model_state_dicts()
+        merged = {key: value for state in states for key, value in state.items()}
+        try:
+            get_platform().dcp_load(merged, path)
+        except self._lenient as exc:
+            self._raise_if_damaged(path, exc)
+            raise
+        for part, state in zip(self.model_parts, states, strict=True):
+            part.load_state_dict({key: merged[key] for key in state})
+
+    def _load_weights_file(self, path: str) -> None:
+        platform = get_platform()
+        if path.endswith(".safetensors"):
+            state = platform.load_safetensors(path)
+        else:
+            state = platform.load(path, weights_only=True)
+        logical: set[str] = set()
+        for part in self.model_parts:
+            platform.set_full_model_state_dict(part, state, strict=False)
+            logical.update(_logical_name(n) for n, _ in part.named_parameters())
+        missing = sorted(logical - set(state))
+        unexpected = sorted(set(state) - logical)
+        if missing:
+            logger.warning("%d parameters missing from %s, first: %s", len(missing), path, missing[:5])
+        if unexpected:
+            logger.warning("%d unexpected keys in %s, first: %s", len(unexpected), path, unexpected[:5])

@@ -1,0 +1,318 @@
+"""Checkpoint parity: legacy ``CheckpointCallback`` + ``SafetensorsExportCallback`` vs ``CheckpointManager``.
+
+Both sides start from the same trained state (the debug model after ``steps`` optimizer steps with
+the legacy AdamW groups and LR lambda, a ``StatefulDataLoader`` part-way through its data) and
+write one ``step_<N>/`` folder each, through their own code. What is compared is what a resume
+reads back: every file name, the DCP model state, the optimizer / scheduler / RNG / dataloader
+``.pt`` files, ``extra_state.json`` and the HF export (tensors, ``config.json``, safetensors
+metadata). The resume pair restores each side's own folder into a differently seeded state and
+compares the live state plus the loss of the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from parity import canonical
+from parity.cases import REGISTRY
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
+
+_SEQ = 16
+_BATCH = 2
+# Rows in the toy dataset: enough for any step count used here plus a partial epoch.
+_ROWS = 32
+_DATA_SEED = 1234
+
+
+def legacy_args(*overrides: str):
+    """The debug recipe's legacy ``args`` plus ``--a.b=v`` overrides (registers the model spec)."""
+    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.utils.discovery import discover_model_spec
+
+    args = parse_args(HyperTrainerConfig, [str(DEBUG_YAML), *overrides])
+    discover_model_spec(args.model.name)
+    return args
+
+
+@dataclass
+class TrainedState:
+    """What a checkpoint holds, built the legacy way; both save paths read the same objects."""
+
+    model: Any
+    optimizer: Any
+    lr_scheduler: Any
+    dataloader: Any
+    adapter: Any
+    step: int
+    epoch: int
+    batches: Any = None  # the loader's iterator, made on the first step
+
+
+def trained_state(*, steps: int, seed: int = 0, fsdp: bool = False, epoch: int = 0) -> TrainedState:
+    """The debug model after ``steps`` optimizer steps (legacy optimizer + LR schedule)."""
+    import torch
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+    from hyper_parallel.models.spec import get_spec
+    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
+
+    args = legacy_args()
+    torch.manual_seed(seed)
+    model = build_qwen3_5(args)
+    if fsdp:  # needs a process group (a 1-rank gloo world in the tests)
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+    trainer = BaseTrainer.__new__(BaseTrainer)
+    trainer.args, trainer.model = args, model
+    trainer.state = TrainerState(max_steps=args.train.max_steps)
+    trainer._build_optimizer()
+    trainer._build_lr_scheduler()
+    # The data does not depend on ``seed``: a resumed state must read the same rows.
+    ids = torch.randint(
+        0, model.config.vocab_size, (_ROWS, _SEQ), generator=torch.Generator().manual_seed(_DATA_SEED)
+    )
+    loader = StatefulDataLoader(
+        torch.utils.data.TensorDataset(ids),
+        batch_size=_BATCH,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(_DATA_SEED + 1),
+    )
+    state = TrainedState(
+        model=model,
+        optimizer=trainer.optimizer,
+        lr_scheduler=trainer.lr_scheduler,
+        dataloader=loader,
+        adapter=get_spec(args.model.name).state_dict_adapter,
+        step=0,
+        epoch=epoch,
+    )
+    for _ in range(steps):
+        train_step(state)
+    return state
+
+
+def train_step(state: TrainedState) -> Any:
+    """One optimizer step (legacy order: step, scheduler step, zero_grad); returns the loss."""
+    if state.batches is None:
+        state.batches = iter(state.dataloader)
+    (batch,) = next(state.batches)
+    loss = state.model(input_ids=batch, labels=batch)["loss"]
+    loss.backward()
+    state.optimizer.step()
+    state.lr_scheduler.step()
+    state.optimizer.zero_grad()
+    state.step += 1
+    return loss.detach()
+
+
+# ----------------------------------------------------------------------------- the two writers
+
+
+def _fake_trainer(state: TrainedState, args: Any) -> SimpleNamespace:
+    """The slice of ``BaseTrainer`` the legacy checkpoint callbacks read."""
+    return SimpleNamespace(
+        args=args,
+        model=state.model,
+        optimizer=state.optimizer,
+        lr_scheduler=state.lr_scheduler,
+        train_dataloader=state.dataloader,
+        spec=SimpleNamespace(state_dict_adapter=state.adapter),
+        dispatch_save_event=lambda checkpoint_dir: None,
+        dispatch_load_event=lambda checkpoint_dir: None,
+    )
+
+
+def _checkpoint_overrides(output_dir: str, save_steps: int, load_path: str | None = None, **flags: bool):
+    argv = [f"--train.checkpoint.output_dir={output_dir}", f"--train.checkpoint.save_steps={save_steps}"]
+    argv += [f"--train.checkpoint.{name}={str(value).lower()}" for name, value in flags.items()]
+    if load_path is not None:
+        argv.append(f"--train.checkpoint.load_path={load_path}")
+    return argv
+
+
+def legacy_callbacks(
+    state: TrainedState, output_dir: str, *, save_steps: int, load_path: str | None = None, **flags
+):
+    """``(CheckpointCallback, SafetensorsExportCallback)`` wired to ``state``."""
+    from hyper_parallel.trainer.callbacks import CheckpointCallback, SafetensorsExportCallback
+
+    trainer = _fake_trainer(
+        state, legacy_args(*_checkpoint_overrides(output_dir, save_steps, load_path, **flags))
+    )
+    return CheckpointCallback(trainer), SafetensorsExportCallback(trainer)
+
+
+def legacy_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool = True) -> Path:
+    """Save the current step the way ``LLMTrainer`` does: step-end hooks, then train-end hooks."""
+    ckpt, export = legacy_callbacks(state, output_dir, save_steps=state.step, save_hf_weights=save_hf_weights)
+    progress = SimpleNamespace(global_step=state.step, epoch=state.epoch)
+    for callback in (ckpt, export):
+        callback.on_step_end(progress)
+    for callback in (ckpt, export):
+        callback.on_train_end(progress)
+    return Path(output_dir) / f"step_{state.step}"
+
+
+def manager(state: TrainedState, output_dir: str, *, save_steps: int, **fields: Any):
+    from hyper_parallel.components.checkpoint import CheckpointManager
+
+    config = CheckpointManager.Config(output_dir=output_dir, save_steps=save_steps, **fields)
+    return config.build(
+        model_parts=[state.model],
+        optimizers=state.optimizer,
+        lr_schedulers=state.lr_scheduler,
+        dataloader=state.dataloader,
+        sd_adapter=state.adapter,
+    )
+
+
+def manager_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool = True) -> Path:
+    """Save the current step through the manager: per-step hook, then the train-end save."""
+    mgr = manager(state, output_dir, save_steps=state.step, save_hf_weights=save_hf_weights)
+    mgr.maybe_save(state.step, state.epoch)
+    mgr.save_final(state.step, state.epoch)
+    return Path(output_dir) / f"step_{state.step}"
+
+
+# ----------------------------------------------------------------------------- read back
+
+
+def read_step_dir(step_dir: Path) -> dict[str, Any]:
+    """Everything a resume reads from ``step_dir``, as a canonical tree (file bytes are not compared:
+    ``torch.save`` archives embed the temporary file name)."""
+    import torch
+    from safetensors import safe_open
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    step_dir = Path(step_dir)
+    files = sorted(str(p.relative_to(step_dir)) for p in step_dir.rglob("*") if p.is_file())
+    out: dict[str, Any] = {"files": files}
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        converted = Path(tmp) / "model.pt"
+        dcp_to_torch_save(step_dir, converted)
+        out["model"] = canonical.checkpoint(torch.load(converted, weights_only=True))
+    for key, name in (
+        ("optimizer", "optimizer_rank0.pt"),
+        ("scheduler", "scheduler.pt"),
+        ("dataloader", "dataloader_rank0.pt"),
+    ):
+        if (step_dir / name).is_file():
+            out[key] = canonical.checkpoint(torch.load(step_dir / name, weights_only=True))
+    if (step_dir / "rng_rank0.pt").is_file():
+        out["rng"] = canonical.canonicalise(torch.load(step_dir / "rng_rank0.pt", weights_only=True))
+    out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
+    hf_dir = step_dir / "hf_ckpt"
+    if (hf_dir / "model.safetensors").is_file():
+        with safe_open(str(hf_dir / "model.safetensors"), framework="pt") as f:
+            tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 - safe_open is not a mapping
+            metadata = f.metadata()
+        out["hf"] = {"tensors": canonical.checkpoint(tensors), "metadata": metadata}
+        config = hf_dir / "config.json"
+        out["hf"]["config"] = (
+            canonical.canonicalise(json.loads(config.read_text())) if config.is_file() else None
+        )
+    return out
+
+
+def live_state(state: TrainedState) -> dict[str, Any]:
+    """The in-memory state a checkpoint restores, canonical."""
+    from hyper_parallel.platform import get_platform
+
+    loader_state = state.dataloader.state_dict()
+    return {
+        "model": canonical.checkpoint(state.model.state_dict()),
+        "optimizer": canonical.checkpoint(state.optimizer.state_dict()),
+        "scheduler": canonical.checkpoint(state.lr_scheduler.state_dict()),
+        "rng": canonical.canonicalise(get_platform().get_rng_state()),
+        "dataloader": canonical.checkpoint(loader_state),
+    }
+
+
+# ----------------------------------------------------------------------------- producers
+
+
+def _layout(writer, *, steps: int) -> dict[str, Any]:
+    state = trained_state(steps=steps)
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        return read_step_dir(writer(state, tmp))
+
+
+def legacy_layout(*, steps: int) -> dict[str, Any]:
+    return _layout(legacy_save, steps=steps)
+
+
+def manager_layout(*, steps: int) -> dict[str, Any]:
+    return _layout(manager_save, steps=steps)
+
+
+def _resume(writer, resumer, *, steps: int) -> dict[str, Any]:
+    """Write after ``steps``, restore into a differently seeded fresh state, then train one step."""
+    import torch
+
+    source = trained_state(steps=steps, epoch=1)
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        step_dir = writer(source, tmp)
+        target = trained_state(steps=0, seed=99)
+        torch.manual_seed(12345)  # the restored RNG must win over whatever the process holds
+        step, epoch = resumer(target, str(step_dir), tmp)
+    restored = live_state(target)
+    return {"step": step, "epoch": epoch, "restored": restored, "next_loss": train_step(target)}
+
+
+def _legacy_resumer(target: TrainedState, load_path: str, tmp: str) -> tuple[int, int]:
+    ckpt, export = legacy_callbacks(target, os.path.join(tmp, "out"), save_steps=0, load_path=load_path)
+    progress = SimpleNamespace(global_step=0, epoch=0)
+    ckpt.on_train_begin(progress)
+    return progress.global_step, progress.epoch
+
+
+def _manager_resumer(target: TrainedState, load_path: str, tmp: str) -> tuple[int, int]:
+    return manager(target, os.path.join(tmp, "out"), save_steps=0, load_path=load_path).load()
+
+
+def legacy_resume(*, steps: int) -> dict[str, Any]:
+    return _resume(legacy_save, _legacy_resumer, steps=steps)
+
+
+def manager_resume(*, steps: int) -> dict[str, Any]:
+    return _resume(manager_save, _manager_resumer, steps=steps)
+
+
+# ----------------------------------------------------------------------------- registration
+
+REGISTRY.pair(
+    "component_checkpoint_layout",
+    kind="checkpoint",
+    seed=0,
+    params={"steps": 2},
+    legacy=legacy_layout,
+    new=manager_layout,
+)
+REGISTRY.pair(
+    "component_checkpoint_resume",
+    kind="checkpoint",
+    seed=0,
+    params={"steps": 1},
+    legacy=legacy_resume,
+    new=manager_resume,
+)
+REGISTRY.golden(
+    "component_checkpoint_manager",
+    kind="checkpoint",
+    seed=0,
+    params={"steps": 5},
+    producer=manager_layout,
+)
