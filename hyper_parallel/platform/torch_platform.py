@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import time
@@ -190,6 +191,29 @@ class TorchPlatform:
 
     def no_grad(self):
         return torch.no_grad()
+
+    def meta_device(self):
+        """A context in which modules are built on the meta device (no memory, no RNG draws)."""
+        return torch.device("meta")
+
+    def move_to_device(self, obj: Any, device) -> Any:
+        """Tensors (recursively through dict/list/tuple) moved with ``non_blocking=True``."""
+        if isinstance(obj, torch.Tensor):
+            return obj.to(device, non_blocking=True)
+        if isinstance(obj, dict):
+            return {k: self.move_to_device(v, device) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.move_to_device(v, device) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.move_to_device(v, device) for v in obj)
+        return obj
+
+    def full_tensor(self, tensor):
+        """The global value of a DTensor (a collective); a plain tensor is returned as is."""
+        return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+    def is_finite(self, value: float) -> bool:
+        return math.isfinite(value)
 
     # ------------------------------------------------------------ nn / optim
     def cross_entropy(self, logits, labels, ignore_index: int = -100, reduction: str = "mean"):
