@@ -48,7 +48,17 @@ class TorchPlatform:
 
     # ------------------------------------------------------------------ device
     def device_type(self) -> str:
-        """``"npu"`` when torch_npu imports and reports a device, else ``"cuda"``, else ``"cpu"``."""
+        """``"npu"`` when torch_npu imports and reports a device, else ``"cuda"``, else ``"cpu"``.
+
+        Probed once per platform object: a failed ``import torch_npu`` searches the whole path again
+        on every call, and builders ask often.
+        """
+        cached = self.__dict__.get("_device_type")
+        if cached is None:
+            cached = self.__dict__["_device_type"] = self._probe_device_type()
+        return cached
+
+    def _probe_device_type(self) -> str:
         try:
             import torch_npu  # noqa: F401
 
