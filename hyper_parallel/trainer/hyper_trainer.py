@@ -72,6 +72,7 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.config = config
         self.spec = config.model_spec
         self.state = TrainerState(max_steps=config.training.steps)
+        self.last_step_metrics: dict[str, float] | None = None
         self._last_global_tokens: int | None = None
         self.init_steps: list[str] = []
         for index, step in enumerate(INIT_STEPS, start=1):
@@ -216,6 +217,8 @@ class HyperTrainer(BaseTrainer, Configurable):
             seq_len=cfg.training.seq_len,
         )
         self.profiler = cfg.profiler.build()
+        # The legacy state keeps the records of logged steps; here the processor owns that list.
+        self.state.log_history = self.metrics.history
 
     # ------------------------------------------------------------ train step
     def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):
@@ -321,14 +324,14 @@ class HyperTrainer(BaseTrainer, Configurable):
                         except StopIteration:
                             logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
                             break
-                        record = self.metrics.log(
+                        self.metrics.log(
                             state.global_step,
                             loss=out["loss"],
                             grad_norm=out["grad_norm"],
                             lr=self.lr_scheduler.get_last_lr()[0],
                             global_tokens=self._last_global_tokens,
                         )
-                        state.log_history.append(record)
+                        self.last_step_metrics = out
                         if prof is not None:
                             prof.step()
                         self.checkpointer.maybe_save(state.global_step, state.epoch)
