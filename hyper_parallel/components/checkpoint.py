@@ -210,13 +210,14 @@ class CheckpointManager(Configurable):
         self._pending_step: int | None = None
         self._async_group: Any = None
         self._async_group_made = False
-        # (lenient) Failures that only warn; DCP's CheckpointException is a BaseException.
-        self._lenient: tuple[type[BaseException], ...] = (
-            OSError,
-            RuntimeError,
-            ValueError,
-            *get_platform().dcp_errors(),
-        )
+
+    @property
+    def _lenient(self) -> tuple[type[BaseException], ...]:
+        """(lenient) Failures that only warn; DCP's CheckpointException is a BaseException.
+
+        Only evaluated when an exception reaches an ``except`` clause, so building stays cheap.
+        """
+        return (OSError, RuntimeError, ValueError, *get_platform().dcp_errors())
 
     # ------------------------------------------------------------------ own state
     def state_dict(self) -> dict[str, Any]:

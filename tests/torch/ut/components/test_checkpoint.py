@@ -37,8 +37,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 STEPS = 2
-# Fewer steps under FSDP2: the slowest test of the file.
-FSDP_STEPS = 1
 
 
 def assert_same(expected, actual, root: str = "checkpoint") -> None:
@@ -65,7 +63,7 @@ OWN_CASES = _own_cases()
 def test_cases_are_registered():
     assert {c.id for c in OWN_CASES} == {
         "checkpoint.component_checkpoint_layout-steps=2",
-        "checkpoint.component_checkpoint_resume-steps=1",
+        "checkpoint.component_checkpoint_resume-steps=2",
         "checkpoint.component_checkpoint_manager-steps=5",
     }
 
@@ -617,20 +615,20 @@ def gloo_world(monkeypatch):
 def test_fsdp2_layout_async_save_and_cross_resume(tmp_path, gloo_world):
     from torch.distributed.tensor import DTensor
 
-    state = suite.trained_state(steps=FSDP_STEPS, fsdp=True)
+    state = suite.trained_state(steps=STEPS, fsdp=True)
     assert isinstance(state.optimizer.state_dict()["state"][0]["exp_avg"], DTensor)
     legacy_dir = suite.legacy_save(state, str(tmp_path / "legacy"))
-    mgr = suite.manager(state, str(tmp_path / "manager"), save_steps=FSDP_STEPS, save_async=True)
-    mgr.maybe_save(FSDP_STEPS, 0)
+    mgr = suite.manager(state, str(tmp_path / "manager"), save_steps=STEPS, save_async=True)
+    mgr.maybe_save(STEPS, 0)
     assert mgr._async_group is not None  # gloo group made once for the async shard writes
-    mgr.save_final(FSDP_STEPS, 0)
-    manager_dir = tmp_path / "manager" / f"step_{FSDP_STEPS}"
+    mgr.save_final(STEPS, 0)
+    manager_dir = tmp_path / "manager" / f"step_{STEPS}"
     assert_same(suite.read_step_dir(legacy_dir), suite.read_step_dir(manager_dir))
     live = suite.live_state(state)
     next_loss = suite.train_step(state)
 
     for folder, reader in ((legacy_dir, _manager_load), (manager_dir, _legacy_load)):
         target = suite.trained_state(steps=0, seed=42, fsdp=True)
-        assert reader(target, str(folder), tmp_path / "out") == (FSDP_STEPS, 0)
+        assert reader(target, str(folder), tmp_path / "out") == (STEPS, 0)
         assert_same(live, suite.live_state(target))
         assert_same({"loss": next_loss}, {"loss": suite.train_step(target)})
