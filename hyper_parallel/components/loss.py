@@ -18,14 +18,15 @@ first label is not ignored; the train step must use ``count_loss_tokens`` to sta
 ``chunks`` pieces; each piece computes ``log_softmax(chunk.float())`` and gathers the target
 log-probabilities, under recompute (backward runs the piece again instead of keeping its
 ``[n, V]`` float32 activations). The gathered ``[N, 1]`` column then goes through the same NLL
-kernel as the unchunked loss, with target 0 for kept rows and ``ignore_index`` for ignored rows.
+kernel as the unchunked loss, with target 0 for kept rows and ``ignore_index`` for ignored rows
+(``ignore_index=0`` duplicates the column and targets index 1).
 
 Tolerance table (chunked vs ``CrossEntropyLoss``, value and gradient, any ``chunks``):
 
 =========  ======  ==========================  ==========================================
 backend    device  logits dtype                holds
 =========  ======  ==========================  ==========================================
-torch      cpu     float32, bfloat16           bit-exact (tested; NaN payload included)
+torch      cpu     float32, bfloat16           bit-exact (tested, incl. the NaN payload)
 torch      cuda    float32, bfloat16           expected bit-exact, not verified (no GPU run)
 mindspore  any     -                           not implemented on that platform yet
 =========  ======  ==========================  ==========================================
