@@ -25,6 +25,9 @@ BACKENDS = ["torch", "mindspore"]
 
 
 def _install_project(session: nox.Session) -> None:
+    if session.venv_backend == "none":  # `nox --no-venv`: use the current environment as it is
+        session.log("no venv: using the current environment's packages")
+        return
     session.install(*DEV)
 
 
@@ -51,7 +54,7 @@ def parity(session: nox.Session, backend: str) -> None:
                 "mindspore is not installed in this session's venv; set PARITY_INSTALL_MINDSPORE=1 to install "
                 "the CPU wheel (it needs numpy<2) and run the mindspore backend"
             )
-        session.install("mindspore", "numpy<2")
+        session.install("mindspore", "numpy<2")  # a --no-venv run stops here: install it yourself
     _install_project(session)
     session.run(
         "python", "-m", "parity", "run", "--backend", backend, *session.posargs,
@@ -88,7 +91,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(reuse_venv=True)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the repository."""
-    session.install("ruff")
+    if session.venv_backend != "none":
+        session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = console or Console()
+    # Logs (CI, nox) are not terminals: give the tables room so case ids stay on one line.
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     if args.command == "report":
         return _report(args, console)
     if len(args.backends) == 1:
