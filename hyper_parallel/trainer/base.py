@@ -66,6 +66,12 @@ def _full_tensor(t):
     return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
+def _dcp_errors() -> tuple[type[BaseException], ...]:
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    return (CheckpointException,)
+
+
 def _logical_name(name: str) -> str:
     return name.replace("._checkpoint_wrapped_module", "")
 
@@ -404,7 +410,8 @@ class BaseTrainer:
                     )
             else:
                 self._load_single_file(path)
-        except Exception as exc:
+        except (Exception, *_dcp_errors()) as exc:
+            # DCP's CheckpointException derives from BaseException: name it so it is wrapped too.
             raise RuntimeError(f"Failed to load weights from {path}: {exc}") from exc
 
     def _load_dtype(self, path: str):

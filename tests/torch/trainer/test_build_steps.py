@@ -117,3 +117,15 @@ def test_validate_against_model_names_field():
     model = NS(config=NS(num_attention_heads=3, num_key_value_heads=2))
     with pytest.raises(ValueError, match="model.num_attention_heads=3"):
         dims.validate_against_model(model, seq_len=64)
+
+
+def test_corrupt_dcp_weights_folder_is_a_runtime_error(tmp_path):
+    """DCP raises CheckpointException (a BaseException): it must still become the promised RuntimeError."""
+    from tests.torch.ut.components._legacy import bare_trainer, debug_model, legacy_args
+
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    (folder / ".metadata").write_bytes(b"not a pickle")
+    trainer = bare_trainer(legacy_args(), model=debug_model())
+    with pytest.raises(RuntimeError, match=f"Failed to load weights from {folder}"):
+        trainer._load_weights(str(folder))
