@@ -23,6 +23,7 @@ from parity.pytest_plugin import pytest_addoption, pytest_configure  # noqa: F40
 """
 
 CASES = """
+import os
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from parity.pytest_plugin import assert_no_unused_goldens, case_params, run_case
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
+REPORTS = HERE / "reports" / os.environ.get("RUN_TAG", "default")
 REGISTRY = Registry()
 
 
@@ -56,7 +58,7 @@ REGISTRY.golden("corrupt", kind="checkpoint", seed=5, params={"dim": 2}, produce
 
 @pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY))
 def test_case(case, backend, request):
-    run_case(request, REGISTRY, case, backend, golden_root=GOLDEN, report_dir=HERE / "reports")
+    run_case(request, REGISTRY, case, backend, golden_root=GOLDEN, report_dir=REPORTS)
 
 
 def test_no_unused_goldens():
@@ -72,8 +74,8 @@ def project(tmp_path_factory):
     return root
 
 
-def _pytest(project: Path, *args: str, junit: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONHASHSEED": "0", "HYPER_PARALLEL_PLATFORM": "torch"}
+def _command(project: Path, *args: str, tag: str = "default", junit: str | None = None) -> tuple[list, dict]:
+    env = {**os.environ, "PYTHONHASHSEED": "0", "HYPER_PARALLEL_PLATFORM": "torch", "RUN_TAG": tag}
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     # The synthetic project needs neither hypothesis nor pytest-benchmark: skip loading them.
@@ -81,7 +83,24 @@ def _pytest(project: Path, *args: str, junit: str | None = None) -> subprocess.C
     cmd = [sys.executable, "-m", "pytest", *plugins, "--rootdir", str(project), "-q", *args]
     if junit:
         cmd.append(f"--junitxml={project / junit}")
+    return cmd, env
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd, env = _command(project, *args)
     return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=240)
+
+
+def _pytest_concurrently(project: Path, runs: dict[str, tuple[str, ...]]) -> dict[str, tuple[int, str]]:
+    """Start several pytest runs at once (they share nothing but the read-only goldens)."""
+    procs = {}
+    for tag, args in runs.items():
+        cmd, env = _command(project, *args, tag=tag, junit=f"{tag}.xml")
+        procs[tag] = subprocess.Popen(
+            cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+    outputs = {tag: proc.communicate(timeout=300)[0] for tag, proc in procs.items()}  # drains the pipes
+    return {tag: (procs[tag].returncode, out) for tag, out in outputs.items()}
 
 
 def _outcomes(xml_path: Path) -> dict[str, str]:
@@ -95,8 +114,9 @@ def _outcomes(xml_path: Path) -> dict[str, str]:
     return out
 
 
-def _reports(project: Path) -> dict[str, str]:
-    return {str(p.relative_to(project)): p.read_text() for p in sorted((project / "reports").rglob("*.json"))}
+def _reports(project: Path, tag: str) -> dict[str, str]:
+    root = project / "reports" / tag
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.json"))}
 
 
 CORRUPT = "{oops"
@@ -131,10 +151,9 @@ def test_snapshot_update_never_replaces_a_corrupt_golden(project, updated):
 
 
 def test_parallel_and_serial_runs_give_the_same_results(project, updated):
-    serial = _pytest(project, "-n", "0", junit="serial.xml")
-    serial_reports = _reports(project)
-    parallel = _pytest(project, "-n", "2", junit="parallel.xml")
-    assert serial.returncode == parallel.returncode == 1, serial.stdout + parallel.stdout
+    results = _pytest_concurrently(project, {"serial": ("-n", "0"), "parallel": ("-n", "2")})
+    (serial_code, serial_out), (parallel_code, parallel_out) = results["serial"], results["parallel"]
+    assert serial_code == parallel_code == 1, serial_out + parallel_out
     outcomes = _outcomes(project / "serial.xml")
     assert outcomes == _outcomes(project / "parallel.xml")
     assert outcomes == {
@@ -146,14 +165,16 @@ def test_parallel_and_serial_runs_give_the_same_results(project, updated):
         "test_case[torch-checkpoint.corrupt-dim=2]": "failure",
         "test_no_unused_goldens": "passed",
     }
-    assert serial_reports == _reports(project) and list(serial_reports) == [
-        "reports/torch/cpu/checkpoint.corrupt-dim=2.json",
-        "reports/torch/cpu/lr_curve.differs-steps=6.json",
+    serial_reports = _reports(project, "serial")
+    assert serial_reports == _reports(project, "parallel")
+    assert list(serial_reports) == [
+        "torch/cpu/checkpoint.corrupt-dim=2.json",
+        "torch/cpu/lr_curve.differs-steps=6.json",
     ]
-    assert "first difference [bits/value]: lr_curve[1]" in parallel.stdout
+    assert "first difference [bits/value]: lr_curve[1]" in parallel_out
     assert (
         "reproduce: PYTHONHASHSEED=0 python -m pytest 'test_synthetic_cases.py::test_case[torch-lr_curve.differs"
-        in parallel.stdout
+        in parallel_out
     )
 
 
