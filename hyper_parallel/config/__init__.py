@@ -4,6 +4,7 @@ Layering: this package imports ``protocols`` and nothing above it; in particular
 imports ``hyper_parallel.trainer`` (the legacy-to-new mapping lives with the trainer).
 """
 
+from hyper_parallel.config.manager import ConfigManager
 from hyper_parallel.config.parallelism import ParallelismConfig
 from hyper_parallel.config.runtime import (
     ActivationCheckpointConfig,
@@ -19,6 +20,7 @@ __all__ = [
     "ActivationCheckpointConfig",
     "CommConfig",
     "CompileConfig",
+    "ConfigManager",
     "DTypeName",
     "DebugConfig",
     "ParallelismConfig",

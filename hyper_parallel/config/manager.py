@@ -1,0 +1,299 @@
+"""ConfigManager: command line -> ``HyperTrainer.Config``, from a Python recipe or a legacy YAML file.
+
+Two ways in::
+
+    python -m hyper_parallel.train --module qwen3_5 --config debug [--training.steps 10 ...]
+    python -m hyper_parallel.train examples/debug/train.yaml [--train.max_steps=10 ...]
+
+The first goes through tyro: precedence is root defaults < recipe < command line. The second is
+the legacy parser plus ``legacy_to_trainer_config``, so an old YAML keeps working unchanged.
+
+Flag style (tyro path): every field takes exactly one value, booleans included
+(``--debug.deterministic true``; no ``--no_x`` twins), and both ``--a.b v`` and ``--a.b=v`` work.
+Names are the field names with underscores (hyphens are accepted too). Booleans take the legacy
+spellings (true/false, yes/no, on/off, 1/0, any case), ``None`` clears an optional field.
+
+Layering: ``config`` sits below ``trainer``, so nothing above it is imported here statically. The
+root Config class, the recipe modules, the legacy parser and the legacy mapping are looked up by
+name with importlib when ``parse_args`` runs, as torchtitan resolves ``--module``. tyro is only
+imported on the tyro path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["ConfigManager", "LEGACY_SUFFIXES"]
+
+# A first positional argument with one of these suffixes selects the legacy YAML path.
+LEGACY_SUFFIXES = (".yaml", ".yml")
+
+_BOOL_TRUE = ("true", "yes", "y", "on", "1", "t")
+_BOOL_FALSE = ("false", "no", "n", "off", "0", "f")
+_SELECTORS = ("--module", "--config")
+_HELP = ("-h", "--help")
+
+
+def _import_tyro() -> Any:
+    try:
+        import tyro
+    except ImportError as exc:
+        raise ImportError(
+            "the --module/--config command line needs tyro (pip install tyro); "
+            "the legacy YAML path (CONFIG.yaml --a.b=v) works without it"
+        ) from exc
+    return tyro
+
+
+def _resolve(target: str) -> Any:
+    """Import ``"package.module:Attr.Sub"`` and return the attribute (by name, at call time)."""
+    module_name, _, attr_path = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for name in filter(None, attr_path.split(".")):
+        obj = getattr(obj, name)
+    return obj
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in _BOOL_TRUE:
+        return True
+    if lowered in _BOOL_FALSE:
+        return False
+    raise ValueError(f"expected a boolean ({'/'.join(_BOOL_TRUE)} or {'/'.join(_BOOL_FALSE)}), got {raw!r}")
+
+
+def _bool_registry(tyro: Any) -> Any:
+    """A tyro registry whose ``bool`` takes one value in any of the legacy spellings."""
+    from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
+
+    registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def _bool_rule(type_info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
+        if type_info.type is not bool:
+            return None
+        return PrimitiveConstructorSpec(
+            nargs=1,
+            metavar="{true,false}",
+            instance_from_str=lambda args: _parse_bool(args[0]),
+            is_instance=lambda value: isinstance(value, bool),
+            str_from_instance=lambda value: ["true" if value else "false"],
+        )
+
+    return registry
+
+
+def _tyro_options(tyro: Any) -> dict[str, Any]:
+    """The tyro settings that define the flag style; shared by parsing and the surface listing."""
+    return {
+        "config": (tyro.conf.FlagConversionOff,),
+        "use_underscores": True,
+        "registry": _bool_registry(tyro),
+    }
+
+
+def _split_selectors(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """Take ``--module``/``--config`` (``--x v`` or ``--x=v``) out of argv; return them and the rest."""
+    picked: dict[str, str] = {}
+    rest: list[str] = []
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        flag, eq, value = token.partition("=")
+        if flag in _SELECTORS:
+            if not eq:
+                if i + 1 >= len(tokens) or tokens[i + 1].startswith("-"):
+                    raise ValueError(f"{flag} expects a value (e.g. --module qwen3_5 --config debug)")
+                value = tokens[i + 1]
+                i += 1
+            if flag in picked:
+                raise ValueError(f"{flag} is given twice ({picked[flag]!r} and {value!r}); expected it once")
+            picked[flag] = value
+        else:
+            rest.append(token)
+        i += 1
+    return picked, rest
+
+
+def _first_positional(argv: Sequence[str]) -> str | None:
+    """The first token that is not an option nor the value of a ``--flag value`` pair."""
+    previous: str | None = None
+    for token in argv:
+        if not token.startswith("-"):
+            takes_value = previous is not None and previous.startswith("-") and "=" not in previous
+            if not takes_value:
+                return token
+        previous = token
+    return None
+
+
+def _walk_flags(parser: Any, out: set[str]) -> set[str]:
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _walk_flags(sub, out)
+        else:
+            out.update(action.option_strings)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigManager:
+    """Parses a command line into the root Config; every target is a ``"module:attr"`` name.
+
+    ``root`` is the Configurable root (``HyperTrainer.Config``; resolving it through
+    ``HyperTrainer`` also registers the class that ``build()`` constructs). ``recipe_package``
+    holds one module per ``--module`` name, each exposing ``RECIPES: dict[str, () -> Config]``.
+    """
+
+    root: str = "hyper_parallel.trainer.hyper_trainer:HyperTrainer.Config"
+    recipe_package: str = "hyper_parallel.recipes"
+    legacy_parser: str = "hyper_parallel.trainer.config:parse_args"
+    legacy_root: str = "hyper_parallel.trainer.config:HyperTrainerConfig"
+    legacy_mapping: str = "hyper_parallel.trainer.legacy_mapping:legacy_to_trainer_config"
+    prog: str = "python -m hyper_parallel.train"
+
+    # ------------------------------------------------------------------ parsing
+    def parse_args(self, argv: Sequence[str] | None = None) -> Any:
+        """``[--module M --config NAME] [--a.b v ...]`` or ``CONFIG.yaml [--a.b.c=v ...]`` -> root Config.
+
+        ``argv`` defaults to ``sys.argv[1:]``. Bad flags and values exit through tyro's error
+        report (``SystemExit(2)``, like argparse); a bad ``--module``/``--config`` is a
+        ``ValueError`` naming the flag and the choices.
+        """
+        tokens = list(sys.argv[1:] if argv is None else argv)
+        root_cls = self.root_class()
+        picked, rest = _split_selectors(tokens)
+        positional = _first_positional(rest)
+        if positional is not None and positional.endswith(LEGACY_SUFFIXES):
+            if picked:
+                raise ValueError(
+                    f"{' and '.join(sorted(picked))} cannot be combined with the legacy YAML file "
+                    f"{positional!r}; use either a recipe (--module/--config) or a YAML file"
+                )
+            return self._parse_legacy(tokens, root_cls)
+
+        module, name = picked.get("--module"), picked.get("--config")
+        if name is not None and module is None:
+            raise ValueError(
+                f"--config {name!r} needs --module (the recipe module, e.g. --module qwen3_5); "
+                "a legacy YAML file is passed as the first positional argument instead"
+            )
+        default = root_cls() if module is None else self.load_recipe(module, name)
+        return self._parse_tyro(root_cls, default, rest)
+
+    def _parse_legacy(self, tokens: list[str], root_cls: type) -> Any:
+        args = _resolve(self.legacy_parser)(_resolve(self.legacy_root), tokens)
+        config = _resolve(self.legacy_mapping)(args)
+        if not isinstance(config, root_cls):
+            raise TypeError(
+                f"{self.legacy_mapping} returned {type(config).__qualname__}; expected {root_cls.__qualname__}"
+            )
+        return config
+
+    def _parse_tyro(self, root_cls: type, default: Any, rest: list[str]) -> Any:
+        tyro = _import_tyro()
+        description = self.describe() if any(t in _HELP for t in rest) else None
+        return tyro.cli(
+            root_cls,
+            args=rest,
+            default=default,
+            prog=self.prog,
+            description=description,
+            **_tyro_options(tyro),
+        )
+
+    def root_class(self) -> type:
+        """The root Config class, imported by name."""
+        cls = _resolve(self.root)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise TypeError(f"ConfigManager.root={self.root!r} is {cls!r}; expected a Config dataclass")
+        return cls
+
+    # ------------------------------------------------------------------ recipes
+    def recipe_module_path(self, module: str) -> str:
+        """``--module`` value -> module path: a bare name lives in ``recipe_package``, a dotted one is used as is."""
+        return module if "." in module else f"{self.recipe_package}.{module}"
+
+    def recipes(self, module: str) -> dict[str, Callable[[], Any]]:
+        """The ``RECIPES`` mapping of a recipe module; an unknown module names the available ones."""
+        path = self.recipe_module_path(module)
+        try:
+            mod = importlib.import_module(path)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (path == exc.name or path.startswith(exc.name + ".")):
+                raise  # the recipe module exists but one of its own imports failed
+            raise ValueError(
+                f"--module {module!r}: no recipe module {path!r}; available: "
+                f"{', '.join(self.recipe_modules()) or '(none)'} (or a dotted module path)"
+            ) from None
+        recipes = getattr(mod, "RECIPES", None)
+        if not isinstance(recipes, dict):
+            raise TypeError(f"--module {module!r}: {path} must define RECIPES = {{name: function -> Config}}")
+        return recipes
+
+    def load_recipe(self, module: str, name: str | None) -> Any:
+        """Call recipe ``name`` of ``module``; the result must be an instance of the root Config."""
+        recipes = self.recipes(module)
+        if name is None or name not in recipes:
+            given = "--config is missing" if name is None else f"--config {name!r} is unknown"
+            raise ValueError(
+                f"{given} for --module {module!r}; expected one of: {', '.join(sorted(recipes)) or '(none)'}"
+            )
+        config = recipes[name]()
+        root_cls = self.root_class()
+        if not isinstance(config, root_cls):
+            raise TypeError(
+                f"recipe {module}:{name} returned {type(config).__qualname__}; expected {root_cls.__qualname__}"
+            )
+        return config
+
+    def recipe_modules(self) -> list[str]:
+        """Names of the modules in ``recipe_package`` (each one a ``--module`` value)."""
+        package = importlib.import_module(self.recipe_package)
+        return sorted(
+            info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")
+        )
+
+    def available_recipes(self) -> dict[str, list[str]]:
+        """``{module: [recipe names]}`` for every module of ``recipe_package``."""
+        return {module: sorted(self.recipes(module)) for module in self.recipe_modules()}
+
+    def describe(self) -> str:
+        """The help text's preamble: both ways in, the flag style and the available recipes."""
+        recipes = [f"  {module}: {', '.join(names)}" for module, names in self.available_recipes().items()]
+        paragraphs = [
+            "Build a HyperTrainer and train:\n"
+            f"  {self.prog} --module MODULE --config RECIPE [--section.field VALUE ...]\n"
+            f"  {self.prog} CONFIG.yaml [--legacy.dotted.key=VALUE ...]",
+            "Precedence: defaults < recipe < command line. Every flag takes one value "
+            "(--debug.deterministic true); '--a.b v' and '--a.b=v' both work.",
+            "Recipes (--module MODULE: --config RECIPE ...):\n" + "\n".join(recipes or ["  (none)"]),
+        ]
+        return "\n\n".join(paragraphs)
+
+    # ------------------------------------------------------------------ surface
+    def cli_flags(self, default: Any = None) -> list[str]:
+        """Every option string tyro accepts for the root tree (with ``default``), sorted.
+
+        This is the command-line surface a test freezes; ``--module``/``--config`` are taken out
+        before tyro runs, so they are added here.
+        """
+        tyro = _import_tyro()
+        root_cls = self.root_class()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # get_parser is deprecated, still exact
+            parser = tyro.extras.get_parser(
+                root_cls, default=root_cls() if default is None else default, **_tyro_options(tyro)
+            )
+        return sorted(_walk_flags(parser, set(_SELECTORS)))
