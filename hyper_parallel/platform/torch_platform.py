@@ -35,6 +35,22 @@ DTYPE_NAMES = {
 }
 
 
+# Set when init_process_group made the 1-rank env:// world itself (plain ``python``, no launcher).
+_SELF_WORLD_MARK = "HYPER_PARALLEL_SELF_WORLD"
+_SELF_WORLD_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _self_world_env() -> dict[str, str]:
+    return {
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        _SELF_WORLD_MARK: "1",
+    }
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -431,17 +447,18 @@ class TorchPlatform:
         if self.is_distributed():
             return
         backend = backend or _DEFAULT_BACKENDS[self.device_type()]
-        if "WORLD_SIZE" not in os.environ:
-            os.environ["RANK"] = "0"
-            os.environ["WORLD_SIZE"] = "1"
-            os.environ["LOCAL_RANK"] = "0"
-            os.environ["MASTER_ADDR"] = "127.0.0.1"
-            os.environ["MASTER_PORT"] = str(_free_port())
+        if "WORLD_SIZE" not in os.environ or os.environ.get(_SELF_WORLD_MARK) == "1":
+            # A 1-rank world of our own: a fresh port every time, and the variables are taken back
+            # at destroy, so that a later group or a child process never inherits a port in use.
+            os.environ.update(_self_world_env())
         dist.init_process_group(backend=backend, init_method="env://")
 
     def destroy_process_group(self) -> None:
         if self.is_distributed():
             dist.destroy_process_group()
+        if os.environ.get(_SELF_WORLD_MARK) == "1":
+            for name in (*_SELF_WORLD_VARS, _SELF_WORLD_MARK):
+                os.environ.pop(name, None)
 
     def new_group(self, backend: str | None = None):
         return dist.new_group(backend=backend)

@@ -88,12 +88,17 @@ def simulated_rank(rank: int):
     from hyper_parallel.platform import get_platform
 
     platform = get_platform()
-    original = platform.get_rank
+    had_own = "get_rank" in vars(platform)
+    original = vars(platform).get("get_rank")
     platform.get_rank = lambda group=None: rank
     try:
         yield
     finally:
-        platform.get_rank = original
+        # Leave no instance attribute behind: it would shadow later class-level patches of get_rank.
+        if had_own:
+            platform.get_rank = original
+        else:
+            del platform.get_rank
 
 
 def debug_model(seed: int):

@@ -115,6 +115,16 @@ def exit_code_and_stderr(capsys: pytest.CaptureFixture[str], *argv: str) -> tupl
 def subprocess_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **extra}
     env.pop("HYPER_PARALLEL_PLATFORM", None)  # the entry point must default it
+    # A process group of this test process (another test's) must not leak its rendezvous port.
+    for name in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "HYPER_PARALLEL_SELF_WORLD",
+    ):
+        env.pop(name, None)
     return env
 
 
