@@ -640,39 +640,17 @@ class BaseTrainer:
         return raw, mb_tokens
 
     def train_step(self, it) -> dict[str, float]:
-        from torch.distributed.fsdp import FSDPModule
-
-        platform = get_platform()
         micro_batches = next(it)
         self.state.global_step += 1
         n = len(micro_batches)
 
         counts = [count_loss_token(mb) for mb in micro_batches]
-        local = sum(counts) or 1
-        if (
-            platform.get_world_size() > 1
-            and self._dp_group_info is not None
-            and self._dp_group_info.group is not None
-        ):
-            t = platform.full((1,), local, device=self.device)
-            t, _ = platform.all_reduce(t, self._dp_group_info)
-            global_tokens = max(int(t.item()), 1)
-        else:
-            global_tokens = local
-        self._last_global_tokens = global_tokens
+        global_tokens = self._helper_global_tokens(counts)
 
         loss_sum = arith_sum = 0.0
         tok_local = 0
-        is_fsdp = isinstance(self.model, FSDPModule)
         for i, mb in enumerate(micro_batches):
-            is_last = i == n - 1
-            if is_fsdp:
-                self.model.set_requires_gradient_sync(is_last)
-                self.model.set_is_last_backward(is_last)
-                if n > 1 and i == 0:
-                    self.model.set_reshard_after_backward(False)
-                if n > 1 and i == n - 1:
-                    self.model.set_reshard_after_backward(True)
+            self._helper_fsdp_micro_batch_flags(i, n)
             raw, tok = self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)
             value = raw.item()
             loss_sum += value * tok
@@ -690,22 +668,65 @@ class BaseTrainer:
         self.optimizer.zero_grad()
 
         aggregation = _get(self.args.train.optimizer, "loss_aggregation", "token_weighted")
-        group_ok = self._dp_group_info is not None and self._dp_group_info.group is not None
-        if aggregation == "rank_average":
-            local_mean = arith_sum / max(n, 1)
-            if self._dp_group_info is not None and self._dp_group_info.rank_size > 1:
-                t = platform.full((1,), local_mean, device=self.device)
-                t, _ = platform.all_reduce(t, self._dp_group_info)
-                loss = t.item() / self._dp_group_info.rank_size
-            else:
-                loss = local_mean
-        elif platform.get_world_size() > 1 and group_ok:
-            t = platform.full((1,), loss_sum, device=self.device)
-            t, _ = platform.all_reduce(t, self._dp_group_info)
-            loss = t.item() / max(global_tokens, 1)
-        else:
-            loss = loss_sum / max(tok_local, 1)
+        loss = self._helper_reported_loss(
+            aggregation,
+            loss_sum=loss_sum,
+            arith_sum=arith_sum,
+            num_micro=n,
+            tok_local=tok_local,
+            global_tokens=global_tokens,
+        )
         return {"loss": loss, "grad_norm": grad_norm.item()}
+
+    # ------------------------------------------- train-step helpers shared with HyperTrainer
+    def _helper_global_tokens(self, counts: list[int]) -> int:
+        """Loss tokens of this step over the DP ("loss") group, forced >= 1 (spec 12.2 step 2)."""
+        platform = get_platform()
+        local = sum(counts) or 1
+        info = self._dp_group_info
+        if platform.get_world_size() > 1 and info is not None and info.group is not None:
+            t, _ = platform.all_reduce(platform.full((1,), local, device=self.device), info)
+            global_tokens = max(int(t.item()), 1)
+        else:
+            global_tokens = local
+        self._last_global_tokens = global_tokens
+        return global_tokens
+
+    def _helper_fsdp_micro_batch_flags(self, index: int, num_micro: int) -> None:
+        """FSDP2 gradient sync and reshard only around the last micro-batch (spec 12.2 step 3)."""
+        if not get_platform().is_fsdp_module(self.model):
+            return
+        is_last = index == num_micro - 1
+        self.model.set_requires_gradient_sync(is_last)
+        self.model.set_is_last_backward(is_last)
+        if num_micro > 1 and index == 0:
+            self.model.set_reshard_after_backward(False)
+        if num_micro > 1 and is_last:
+            self.model.set_reshard_after_backward(True)
+
+    def _helper_reported_loss(
+        self,
+        aggregation: str,
+        *,
+        loss_sum: float,
+        arith_sum: float,
+        num_micro: int,
+        tok_local: int,
+        global_tokens: int,
+    ) -> float:
+        """The logged loss: global token mean, or the DP mean of per-rank means (spec 12.2 step 6)."""
+        platform = get_platform()
+        info = self._dp_group_info
+        if aggregation == "rank_average":
+            local_mean = arith_sum / max(num_micro, 1)
+            if info is not None and info.rank_size > 1:
+                t, _ = platform.all_reduce(platform.full((1,), local_mean, device=self.device), info)
+                return t.item() / info.rank_size
+            return local_mean
+        if platform.get_world_size() > 1 and info is not None and info.group is not None:
+            t, _ = platform.all_reduce(platform.full((1,), loss_sum, device=self.device), info)
+            return t.item() / max(global_tokens, 1)
+        return loss_sum / max(tok_local, 1)
 
     # ------------------------------------------------------------------ train
     def train(self) -> None:

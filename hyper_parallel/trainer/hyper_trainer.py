@@ -235,34 +235,19 @@ class HyperTrainer(BaseTrainer, Configurable):
         return raw, mb_tokens
 
     def train_step(self, it: Iterator[list[dict[str, Any]]]) -> dict[str, float]:
+        """One optimizer step; token counting, FSDP2 flags and the reported loss are the shared helpers."""
         platform = get_platform()
         micro_batches = next(it)
         self.state.global_step += 1
         n = len(micro_batches)
 
         counts = [self.loss_fn.count_tokens(mb) for mb in micro_batches]
-        local = sum(counts) or 1
-        group_info = self._dp_group_info
-        group_ok = group_info is not None and group_info.group is not None
-        if platform.get_world_size() > 1 and group_ok:
-            t, _ = platform.all_reduce(platform.full((1,), local, device=self.device), group_info)
-            global_tokens = max(int(t.item()), 1)
-        else:
-            global_tokens = local
-        self._last_global_tokens = global_tokens
+        global_tokens = self._helper_global_tokens(counts)
 
         loss_sum = arith_sum = 0.0
         tok_local = 0
-        is_fsdp = platform.is_fsdp_module(self.model)
         for i, mb in enumerate(micro_batches):
-            is_last = i == n - 1
-            if is_fsdp:
-                self.model.set_requires_gradient_sync(is_last)
-                self.model.set_is_last_backward(is_last)
-                if n > 1 and i == 0:
-                    self.model.set_reshard_after_backward(False)
-                if n > 1 and i == n - 1:
-                    self.model.set_reshard_after_backward(True)
+            self._helper_fsdp_micro_batch_flags(i, n)
             raw, tok = self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)
             value = raw.item()
             loss_sum += value * tok
@@ -281,18 +266,14 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.lr_scheduler.step()
         self.optimizer.zero_grad()
 
-        if self.config.optimizer.loss_aggregation == "rank_average":
-            local_mean = arith_sum / max(n, 1)
-            if group_info is not None and group_info.rank_size > 1:
-                t, _ = platform.all_reduce(platform.full((1,), local_mean, device=self.device), group_info)
-                loss = t.item() / group_info.rank_size
-            else:
-                loss = local_mean
-        elif platform.get_world_size() > 1 and group_ok:
-            t, _ = platform.all_reduce(platform.full((1,), loss_sum, device=self.device), group_info)
-            loss = t.item() / max(global_tokens, 1)
-        else:
-            loss = loss_sum / max(tok_local, 1)
+        loss = self._helper_reported_loss(
+            self.config.optimizer.loss_aggregation,
+            loss_sum=loss_sum,
+            arith_sum=arith_sum,
+            num_micro=n,
+            tok_local=tok_local,
+            global_tokens=global_tokens,
+        )
         return {"loss": loss, "grad_norm": grad_norm}
 
     # ------------------------------------------------------------------ train

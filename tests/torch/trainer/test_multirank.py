@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests._subprocess import child_env
+
 WORKER = Path(__file__).with_name("_multirank_worker.py")
 
 
 def _torchrun(out: Path, nproc: int) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HYPER_PARALLEL_PLATFORM": "torch", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
-    for name in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "HYPER_PARALLEL_SELF_WORLD",
-    ):
-        env.pop(name, None)  # never inherit this process's rendezvous
+    env = child_env(HYPER_PARALLEL_PLATFORM="torch")
     cmd = [
         sys.executable,
         "-m",

@@ -47,6 +47,7 @@ from hyper_parallel.trainer.config import parse_args as legacy_parse_args
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer
 from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 from hyper_parallel.trainer.trainer_config import TrainerConfig
+from tests._subprocess import child_env
 
 REPO = Path(__file__).resolve().parents[4]
 DEBUG_YAML = REPO / "examples" / "debug" / "train.yaml"
@@ -113,18 +114,8 @@ def exit_code_and_stderr(capsys: pytest.CaptureFixture[str], *argv: str) -> tupl
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **extra}
+    env = child_env(**extra)
     env.pop("HYPER_PARALLEL_PLATFORM", None)  # the entry point must default it
-    # A process group of this test process (another test's) must not leak its rendezvous port.
-    for name in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "HYPER_PARALLEL_SELF_WORLD",
-    ):
-        env.pop(name, None)
     return env
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from parity import canonical
 from parity.compare import compare
 from parity.suites.e2e_trainer import run_legacy, run_new
 from parity.suites.legacy_trainer import legacy_args
+from tests._subprocess import child_env
 
 ARTIFACTS = ("param_groups", "losses", "grad_norms", "lr_curve", "metrics", "checkpoint", "hf_export")
 
@@ -87,16 +87,7 @@ WORKER = Path(__file__).with_name("_e2e_worker.py")
 
 
 def _torchrun(side: str, out: Path) -> list[dict]:
-    env = {**os.environ, "HYPER_PARALLEL_PLATFORM": "torch", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
-    for name in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "HYPER_PARALLEL_SELF_WORLD",
-    ):
-        env.pop(name, None)  # never inherit this process's rendezvous
+    env = child_env(HYPER_PARALLEL_PLATFORM="torch")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(WORKER)]
     proc = subprocess.run([*cmd, side, str(out)], env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"torchrun {side} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
