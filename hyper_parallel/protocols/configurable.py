@@ -214,21 +214,23 @@ class Configurable:
             ``replace``/rebuild cannot alias it; nested Configs inside the copy are the same
             objects as in ``self`` (shallow copy).
             """
-            name = type(self).__qualname__
-            owner = type(self)._owner
+            cls = type(self)
+            owner = cls._owner
             if owner is None:
                 raise TypeError(
-                    f"{name} has no owner component and cannot be built; build the Config of a "
+                    f"{cls.__qualname__} has no owner component and cannot be built; build the Config of a "
                     "concrete Configurable subclass instead"
                 )
-            if "config" in kwargs:
-                raise ValueError(f"{name}.build(): 'config' is passed by build() itself, not as a kwarg")
-            field_names = _field_names(type(self))
-            overlap = sorted(kwargs.keys() & field_names) if kwargs else []
-            if overlap:
+            field_names = _field_names(cls)
+            if kwargs and not field_names.isdisjoint(kwargs):
                 raise ValueError(
-                    f"{name}.build(): kwargs repeat config field(s) {', '.join(overlap)}; kwargs are "
-                    "for runtime objects only, set config values on the Config (e.g. with replace())"
+                    f"{cls.__qualname__}.build(): kwargs repeat config field(s) "
+                    f"{', '.join(sorted(field_names.intersection(kwargs)))}; kwargs are for runtime objects "
+                    "only, set config values on the Config (e.g. with replace())"
+                )
+            if "config" in kwargs:
+                raise ValueError(
+                    f"{cls.__qualname__}.build(): 'config' is passed by build() itself, not as a kwarg"
                 )
             return owner(config=_shallow_copy(self, field_names), **kwargs)
 

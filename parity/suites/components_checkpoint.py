@@ -23,26 +23,13 @@ from typing import Any
 
 from parity import canonical
 from parity.cases import REGISTRY
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
+from parity.legacy_driver import legacy_args
 
 _SEQ = 16
 _BATCH = 2
 # Rows in the toy dataset: enough for any step count used here plus a partial epoch.
 _ROWS = 32
 _DATA_SEED = 1234
-
-
-def legacy_args(*overrides: str):
-    """The debug recipe's legacy ``args`` plus ``--a.b=v`` overrides (registers the model spec)."""
-    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
-    from hyper_parallel.trainer.utils.discovery import discover_model_spec
-
-    args = parse_args(HyperTrainerConfig, [str(DEBUG_YAML), *overrides])
-    discover_model_spec(args.model.name)
-    return args
 
 
 @dataclass

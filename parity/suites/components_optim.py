@@ -13,7 +13,6 @@ both producers of a pair, never the logic under test.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,9 +20,7 @@ from typing import Any
 
 from parity import canonical
 from parity.cases import REGISTRY
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
+from parity.legacy_driver import bare_trainer, legacy_args
 
 # The debug recipe's optimizer section (examples/debug/train.yaml).
 DEBUG_LR = 1e-3
@@ -36,28 +33,6 @@ PAST_END = 5
 
 
 # ----------------------------------------------------------------------------- harness helpers
-
-
-def legacy_args(*overrides: str):
-    """The legacy ``args``: the debug recipe plus ``--a.b=v`` overrides (model spec registered)."""
-    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
-    from hyper_parallel.trainer.utils.discovery import discover_model_spec
-
-    args = parse_args(HyperTrainerConfig, [str(DEBUG_YAML), *overrides])
-    discover_model_spec(args.model.name)
-    return args
-
-
-def bare_trainer(args, *, model=None, max_steps: int | None = None):
-    """A ``BaseTrainer`` holding only what ``_build_optimizer`` / ``_build_lr_scheduler`` read."""
-    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
-
-    trainer = BaseTrainer.__new__(BaseTrainer)
-    trainer.args = args
-    trainer.state = TrainerState(max_steps=args.train.max_steps if max_steps is None else max_steps)
-    trainer.model = model
-    return trainer
 
 
 def optimizer_overrides(

@@ -16,7 +16,8 @@ from typing import Any
 
 from parity import canonical
 from parity.cases import REGISTRY
-from parity.suites.legacy_trainer import _read_checkpoint, _Recorder, legacy_args
+from parity.legacy_driver import legacy_args
+from parity.suites.legacy_trainer import _read_checkpoint, _Recorder
 
 _DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
 

@@ -7,18 +7,14 @@ still agree. Every producer is explicitly seeded and writes only into a temporar
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from parity import assets, canonical
 from parity.cases import REGISTRY
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
+from parity.legacy_driver import bare_trainer, debug_model, legacy_args, llm_steps, simulated_rank
 
 # A fixed multilingual text set for the tokenizer case (scripts, emoji, whitespace, empty).
 TOKENIZER_TEXTS = (
@@ -33,81 +29,6 @@ TOKENIZER_TEXTS = (
     "",
     "   leading and trailing spaces   ",
 )
-
-
-def legacy_args(*overrides: str, config: Path | None = DEBUG_YAML):
-    """The legacy ``args``: the debug recipe (or schema defaults) plus ``--a.b=v`` overrides."""
-    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
-    from hyper_parallel.trainer.utils.discovery import discover_model_spec
-
-    argv = ([str(config)] if config is not None else []) + list(overrides)
-    args = parse_args(HyperTrainerConfig, argv)
-    discover_model_spec(args.model.name)
-    return args
-
-
-def bare_trainer(args, *, model=None, world_size: int = 1):
-    """A ``BaseTrainer`` holding only what single ``_build_*`` steps read (no process group)."""
-    import torch
-
-    from hyper_parallel.models.spec import get_spec
-    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
-    from hyper_parallel.trainer.parallel_dims import ParallelDims
-
-    trainer = BaseTrainer.__new__(BaseTrainer)
-    trainer.args = args
-    trainer.spec = get_spec(args.model.name)
-    trainer.state = TrainerState(max_steps=args.train.max_steps)
-    trainer._last_global_tokens = None
-    trainer.parallel_dims = ParallelDims.from_config(args.train.accelerator, world_size=world_size)
-    trainer.model = model
-    trainer.tokenizer = trainer.processor = trainer.data_transform = None
-    trainer.user_callbacks = []
-    trainer.device = torch.device("cpu")
-    return trainer
-
-
-def llm_steps(trainer):
-    """Run ``LLMTrainer`` steps 4-7 (assets, transform, dataset, collate) on a bare trainer."""
-    from hyper_parallel.trainer.llm_trainer import LLMTrainer
-
-    wrapper = LLMTrainer.__new__(LLMTrainer)
-    wrapper.args = trainer.args
-    wrapper.base = trainer
-    wrapper._build_model_assets()
-    wrapper._build_data_transform()
-    wrapper._build_dataset()
-    wrapper._build_collate_fn()
-    return wrapper
-
-
-@contextlib.contextmanager
-def simulated_rank(rank: int):
-    """Make the platform report ``rank`` (the dataloader step reads the global rank)."""
-    from hyper_parallel.platform import get_platform
-
-    platform = get_platform()
-    had_own = "get_rank" in vars(platform)
-    original = vars(platform).get("get_rank")
-    platform.get_rank = lambda group=None: rank
-    try:
-        yield
-    finally:
-        # Leave no instance attribute behind: it would shadow later class-level patches of get_rank.
-        if had_own:
-            platform.get_rank = original
-        else:
-            del platform.get_rank
-
-
-def debug_model(seed: int):
-    import torch
-
-    from hyper_parallel.models.qwen3_5 import build_qwen3_5
-
-    torch.manual_seed(seed)
-    return build_qwen3_5(legacy_args())
 
 
 class _Recorder:

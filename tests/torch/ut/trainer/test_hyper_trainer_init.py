@@ -110,3 +110,24 @@ def test_missing_parallelize_fn_names_the_parallelize_step(tmp_path):
 def test_missing_model_spec_is_a_clear_error():
     with pytest.raises(ValueError, match="model_spec is not set"):
         HyperTrainer.Config().build()
+
+
+def test_config_tree_from_the_mapping_alone_can_build():
+    """Importing only the mapping (or the tree) must still give the root Config its owner."""
+    import subprocess
+    import sys
+
+    from tests._subprocess import child_env
+
+    code = (
+        "from hyper_parallel.trainer.trainer_config import TrainerConfig\n"
+        "from hyper_parallel.trainer.hyper_trainer import HyperTrainer\n"
+        "assert TrainerConfig._owner is HyperTrainer, TrainerConfig._owner\n"
+    )
+    for first in ("hyper_parallel.trainer.legacy_mapping", "hyper_parallel.trainer.trainer_config"):
+        probe = (
+            f"import {first}\nimport sys\nassert 'hyper_parallel.trainer.hyper_trainer' in sys.modules\n"
+            + code
+        )
+        proc = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
