@@ -264,7 +264,8 @@ class Engine:
                 match = _BLOB_RE.search(note)
                 if match:
                     info["version"], info["blob"] = match.group(1), match.group(2)
-                elif note.strip().startswith("Falsifying example"):
+                elif note.strip().startswith(("Falsifying example", "Failing test case")):
+                    # The heading changed between hypothesis releases; both name the shrunk input.
                     info["falsifying_example"] = note.strip()
             return exc.differences, info
         return [], None
