@@ -61,13 +61,28 @@ def refuse_parallel_update(config: pytest.Config) -> None:
 
 
 def case_params(registry: Registry, backends: tuple[str, ...] | None = None) -> list[Any]:
-    """One ``pytest.param(case, backend)`` per case and backend, id ``<backend>-<case id>``."""
+    """One ``pytest.param(case, backend)`` per case and backend, id ``<backend>-<case id>``.
+
+    Each case is marked ``xdist_group(<producer module>)``: cases of one suite module often share a
+    cached run (the end-to-end trainer runs, say), so under ``--dist loadgroup`` one worker runs
+    them all instead of every worker repeating the run. Without ``loadgroup`` the mark is inert.
+    """
     return [
-        pytest.param(case, backend, id=f"{backend}-{case.id}")
+        pytest.param(
+            case,
+            backend,
+            id=f"{backend}-{case.id}",
+            marks=pytest.mark.xdist_group(_group(case)),
+        )
         for case in registry
         for backend in case.backends
         if backends is None or backend in backends
     ]
+
+
+def _group(case: Case) -> str:
+    producer = case.producer if case.producer is not None else case.legacy
+    return getattr(producer, "__module__", None) or "parity"
 
 
 def run_case(
