@@ -5,7 +5,7 @@ pyproject as ``torch==2.13.0``); venvs are reused between runs, so only the firs
 Every run gets ``PYTHONHASHSEED=0``.
 
     nox -s parity            # every registered parity case, torch backend (mindspore: skipped unless installed)
-    nox -s tests             # pytest -n auto --dist loadgroup (slow tests excluded; see `nox -s slow`)
+    nox -s tests             # pytest -n auto (slow tests excluded; see `nox -s slow`)
     nox -s parity_update     # regenerate goldens, serially, printing their diffs
 """
 
@@ -41,8 +41,7 @@ def _has_module(session: nox.Session, module: str) -> bool:
 def tests(session: nox.Session) -> None:
     """The test suite under pytest-xdist (``-n auto``); extra pytest arguments after ``--``."""
     _install_project(session)
-    # loadgroup: parity cases of one suite module share cached runs, so they stay on one worker.
-    session.run("pytest", "-n", "auto", "--dist", "loadgroup", "-m", "not slow", *session.posargs, env=ENV)
+    session.run("pytest", "-n", "auto", "-m", "not slow", *session.posargs, env=ENV)
 
 
 @nox.session(reuse_venv=True)
