@@ -390,6 +390,9 @@ def test_wandb_offline_run_files(tmp_path, monkeypatch):
     trainer.step(it)
     trainer.dispatch("on_train_end")
     assert cb.run is None
+    import wandb
+
+    wandb.teardown()  # joins wandb's writer service, so the offline run file is complete
     (run_file,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
     payload = open(run_file, "rb").read()
     assert b"train/loss" in payload and b"train/grad_norm" in payload and b"cb-run" in payload
