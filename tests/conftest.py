@@ -86,3 +86,28 @@ def _deterministic_session():
         "deterministic algorithms were turned off during the test session; "
         "a test must restore platform.set_deterministic(True) after changing it"
     )
+
+
+@pytest.fixture
+def gloo_world(monkeypatch):
+    """A 1-rank gloo process group on a free loopback port, torn down after the test."""
+    import socket
+
+    import torch.distributed as dist
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for key, value in {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

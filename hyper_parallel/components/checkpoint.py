@@ -435,12 +435,16 @@ class CheckpointManager(Configurable):
         if damaged is not None:
             raise CheckpointCorruptError(*damaged) from exc
 
+    def _merged_model_state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Each part's state dict, and all of them merged into one DCP target (keys never collide)."""
+        states = self._model_state_dicts()
+        return states, {key: value for state in states for key, value in state.items()}
+
     def _restore_model(self, path: str) -> None:
         if not any(name.endswith(DCP_METADATA_FILE) for name in os.listdir(path)):
             logger.warning(f"Checkpoint {path} has no DCP .metadata; model weights not restored")
             return
-        states = self._model_state_dicts()
-        merged = {key: value for state in states for key, value in state.items()}
+        states, merged = self._merged_model_state()
         try:
             get_platform().dcp_load(merged, path)
         except self._lenient as exc:
@@ -574,8 +578,7 @@ class CheckpointManager(Configurable):
                 logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
 
     def _load_dcp_weights(self, path: str) -> None:
-        states = self._model_state_dicts()
-        merged = {key: value for state in states for key, value in state.items()}
+        states, merged = self._merged_model_state()
         try:
             get_platform().dcp_load(merged, path)
         except self._lenient as exc:

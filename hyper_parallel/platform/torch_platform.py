@@ -23,16 +23,17 @@ _DEFAULT_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
 # Integer dtype with the same width, used to compare and hash tensors bit for bit.
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
-DTYPE_NAMES = {
+# The training dtype spellings of the legacy schema (mixed precision, HF load dtype): the one map
+# that the legacy trainer, the model's parallelize plan and the platform all read.
+TRAINING_DTYPES = {
     "bfloat16": torch.bfloat16,
     "bf16": torch.bfloat16,
     "float16": torch.float16,
     "fp16": torch.float16,
     "float32": torch.float32,
     "fp32": torch.float32,
-    "float64": torch.float64,
-    "fp64": torch.float64,
 }
+DTYPE_NAMES = {**TRAINING_DTYPES, "float64": torch.float64, "fp64": torch.float64}
 
 
 # Set when init_process_group made the 1-rank env:// world itself (plain ``python``, no launcher).

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from hyper_parallel.platform import GroupInfo, get_platform
+from hyper_parallel.platform.torch_platform import TRAINING_DTYPES
 from hyper_parallel.trainer.parallel_dims import ParallelDims
 from hyper_parallel.trainer.utils.loss import count_loss_token, mean_global_loss
 
@@ -24,15 +25,6 @@ logger = logging.getLogger(__name__)
 
 # Substrings that put a parameter in the no-decay group (matched on the lower-cased name).
 NO_DECAY_KEYWORDS = ("bias", "layernorm", "norm", "rmsnorm")
-_AC_OFF = ("off", "none", None, False, "")
-_DTYPES = {
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-}
 
 
 @dataclass
@@ -425,7 +417,7 @@ class BaseTrainer:
                 name = hf_cfg.get("dtype") or hf_cfg.get("torch_dtype")
         if isinstance(name, torch.dtype):
             return name
-        return _DTYPES.get(str(name).lower()) if name is not None else None
+        return TRAINING_DTYPES.get(str(name).lower()) if name is not None else None
 
     def _load_hf_safetensors(self, path: str) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict

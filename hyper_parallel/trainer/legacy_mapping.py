@@ -33,15 +33,14 @@ from hyper_parallel.config import (
     ParallelismConfig,
     TrainingConfig,
 )
+from hyper_parallel.models.qwen3_5.parallelize import AC_OFF_VALUES
 
 __all__ = ["FIELD_MAP", "UNMAPPED", "DERIVED", "FieldRule", "legacy_to_trainer_config", "mapped_legacy_paths"]
-
-_AC_OFF = ("off", "none", None, False, "")
 
 
 def _ac_mode(value: Any) -> str:
     """Legacy AC is a switch: any "on" value means full per-layer checkpointing (spec 9.1)."""
-    return "none" if value in _AC_OFF else "full"
+    return "none" if value in AC_OFF_VALUES else "full"
 
 
 def _tuple(value: Any) -> tuple:

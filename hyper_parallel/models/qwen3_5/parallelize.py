@@ -11,6 +11,8 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import Checkpoi
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard, register_fsdp_forward_method
 
+from hyper_parallel.platform.torch_platform import TRAINING_DTYPES
+
 __all__ = [
     "AC_OFF_VALUES",
     "MP_DTYPES",
@@ -22,14 +24,8 @@ __all__ = [
 # ``activation_checkpoint`` values that mean "off" (YAML bare ``off`` parses as False).
 AC_OFF_VALUES = ("off", "none", None, False, "")
 
-MP_DTYPES = {
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-}
+# Mixed-precision dtype strings (spec 9.1): the platform's one map of training dtypes.
+MP_DTYPES = TRAINING_DTYPES
 
 _UNSUPPORTED_DEGREES = (
     ("tp", "tensor parallelism"),

@@ -8,7 +8,6 @@ import logging
 import math
 import os
 import re
-import socket
 import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -858,25 +857,7 @@ def test_export_failure_only_warns(tmp_path, caplog):
 
 
 # --------------------------------------------------------------------------- FSDP2 on a 1-rank gloo group
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def gloo_world(monkeypatch):
-    import torch.distributed as dist
-
-    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo")
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+# ``gloo_world`` (a 1-rank gloo group) comes from tests/conftest.py.
 
 
 def test_fsdp2_async_checkpoint_resume_and_export(tmp_path, gloo_world):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import socket
 from types import SimpleNamespace as NS
 
 import pytest
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from hyper_parallel.models.qwen3_5 import (
@@ -287,32 +285,16 @@ def test_attention_is_causal():
 # ------------------------------------------------------------------------ parallelize
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def mesh(monkeypatch):
-    """A 1-rank gloo group and the trainer's 1-D mesh with its aliases."""
+def mesh(gloo_world):
+    """A 1-rank gloo group (``gloo_world``) and the trainer's 1-D mesh with its aliases."""
     from torch.distributed.device_mesh import init_device_mesh
 
-    for key, value in {
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "RANK": "0",
-        "WORLD_SIZE": "1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    dist.init_process_group("gloo", rank=0, world_size=1)
     m = init_device_mesh("cpu", (1,), mesh_dim_names=("dp_shard",))
     m["dp_shard"]._flatten("fsdp")
     m["dp_shard"]._flatten("dp")
     m["dp_shard"]._flatten("loss")
-    yield m
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    return m
 
 
 def _train_args(**sections) -> NS:

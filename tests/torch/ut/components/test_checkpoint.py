@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -591,25 +590,7 @@ def test_several_model_parts_save_and_resume(tmp_path):
 
 
 # --------------------------------------------------------------------------- FSDP2 on a 1-rank gloo group
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def gloo_world(monkeypatch):
-    import torch.distributed as dist
-
-    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo")
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+# ``gloo_world`` (a 1-rank gloo group) comes from tests/conftest.py.
 
 
 def test_fsdp2_layout_async_save_and_cross_resume(tmp_path, gloo_world):
