@@ -11,17 +11,20 @@ other. One save, ``<output_dir>/step_<N>/``:
 - ``scheduler.pt`` and ``extra_state.json`` ``{"global_step", "epoch"}`` (rank 0);
 - ``hf_ckpt/model.safetensors`` + ``hf_ckpt/config.json`` (rank 0, when ``save_hf_weights``).
 
-Every file besides the DCP shards goes to a hidden temporary file in the same folder and is moved
-into place with ``os.replace``: a crash never leaves a half-written artifact that a resume trusts.
+A save writes all of it into ``<output_dir>/.partial.step_<N>/`` (each non-DCP file through a
+temporary name and ``os.replace``); when every rank's files are on disk, rank 0 writes
+``manifest.json`` (names, sizes, sha256) last and renames the folder to ``step_<N>/``
+(``hyper_parallel.checkpointing``). A checkpoint is therefore complete or absent, and a failed save
+raises ``CheckpointSaveError`` naming the folder: the run stops.
 
-Where leniency ends. As in the legacy callbacks, saving only warns on failure (training goes on),
-a missing artifact is skipped with a warning, and an artifact that reads fine but does not fit
-(``load_state_dict`` raises: another model, another optimizer layout) is warned about. A file that
-is present but cannot be read back (truncated, garbage, not what we wrote) raises
-``CheckpointCorruptError`` naming the file: resuming around it would silently train from a state
-that was never saved. For the DCP shards this is decided after a failed load by checking that
-``.metadata`` unpickles and that every shard covers the byte ranges it lists; DCP has no
-checksums, so a same-size overwrite of a shard is found only if it fails to load (then warned).
+Resume verifies the manifest before reading anything: a missing, truncated or altered file is a
+``CheckpointCorruptError`` naming the folder and the file; ``load_path`` may also be the run folder
+(then its newest complete ``step_<N>/``). ``.metadata`` is read by a restricted unpickler
+(``platform.dcp_load``), and a tensor whose shape differs from the model's is a
+``CheckpointMismatchError`` naming the tensor and both shapes. Still lenient, as in the legacy
+callbacks: an artifact the manifest does not list is skipped with a warning, and a readable
+optimizer/scheduler/RNG/dataloader state that does not fit (``load_state_dict`` raises) is warned
+about.
 """
 
 from __future__ import annotations
@@ -36,6 +39,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
+from hyper_parallel.checkpointing import (
+    CheckpointCorruptError,
+    CheckpointMismatchError,
+    CheckpointSaveError,
+    UnsafeCheckpointError,
+    check_writable_dir,
+    commit_step_dir,
+    fault_point,
+    prepare_partial_dir,
+    resolve_checkpoint,
+)
 from hyper_parallel.platform import get_platform
 from hyper_parallel.protocols.configurable import Configurable
 
@@ -44,6 +58,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckpointCorruptError",
+    "CheckpointMismatchError",
+    "CheckpointSaveError",
     "CheckpointManager",
     "EXTRA_STATE_FILE",
     "HF_CONFIG_FILE",
@@ -83,14 +99,6 @@ def dataloader_file(rank: int) -> str:
     return f"dataloader_rank{rank}.pt"
 
 
-class CheckpointCorruptError(RuntimeError):
-    """A checkpoint file exists but cannot be read back; ``path`` names it."""
-
-    def __init__(self, path: str, cause: object) -> None:
-        super().__init__(f"checkpoint file {path} is truncated or corrupt: {cause}")
-        self.path = path
-
-
 # --------------------------------------------------------------------------- file helpers
 def _sync_to_disk(path: str) -> None:
     """fsync a file or a folder; some filesystems refuse folders, which is harmless here."""
@@ -106,15 +114,18 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> None:
     """``write(tmp)`` to a hidden per-process temp name beside ``path``, then ``os.replace`` it."""
     folder, name = os.path.split(os.path.abspath(path))
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fault_point(f"before:{name}")
     try:
         write(tmp)
         _sync_to_disk(tmp)
+        fault_point(f"written:{name}")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _sync_to_disk(folder)
+    fault_point(f"after:{name}")
 
 
 def _write_json(obj: Any, path: str) -> None:
@@ -203,11 +214,15 @@ class CheckpointManager(Configurable):
         self.lr_schedulers = lr_schedulers
         self.dataloader = dataloader
         self.sd_adapter = sd_adapter() if isinstance(sd_adapter, type) else sd_adapter
+        if config.save_steps > 0:
+            # Before the first step: a run must not train for hours and then fail to save.
+            check_writable_dir(config.output_dir, "checkpoint.output_dir")
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self.last_exported_step: int | None = 0
         self._pending: Any = None
         self._pending_step: int | None = None
+        self._pending_commit: tuple[str, str, int] | None = None
         self._async_group: Any = None
         self._async_group_made = False
 
@@ -267,35 +282,45 @@ class CheckpointManager(Configurable):
         Due means ``save_steps > 0``, ``step % save_steps == 0`` and ``step`` not saved yet. The HF
         export follows the same rule with its own bookkeeping when ``save_hf_weights`` is on.
         """
-        ckpt_dir = None
+        export = self.config.save_hf_weights and (force or self._due(step, self.last_exported_step))
         if force or self._due(step, self.last_saved_step):
-            ckpt_dir = self._save_checkpoint(step, epoch, async_save=self.config.save_async and not force)
-        if self.config.save_hf_weights and (force or self._due(step, self.last_exported_step)):
+            async_save = self.config.save_async and not force
+            return self._save_checkpoint(step, epoch, async_save=async_save, export=export)
+        if export:
             self._export_step(step)
-        return ckpt_dir
+        return None
 
     def save_final(self, step: int, epoch: int = 0) -> str | None:
         """Train end: wait for an async save, then save synchronously if ``step`` is still unsaved."""
         self.wait()
-        ckpt_dir = None
+        export = (
+            self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step
+        )
         if self.config.save_steps > 0 and step != self.last_saved_step:
-            ckpt_dir = self._save_checkpoint(step, epoch, async_save=False)
-        if self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step:
+            return self._save_checkpoint(step, epoch, async_save=False, export=export)
+        if export:
             self._export_step(step)
-        return ckpt_dir
+        return None
 
-    def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool) -> str | None:
+    def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool, export: bool) -> str:
+        """Stage ``step_<step>/`` (with the HF export when ``export``), then commit it (async: at ``wait``)."""
         ckpt_dir = self.step_dir(step)
         self.wait()
+        platform = get_platform()
         try:
-            os.makedirs(ckpt_dir, exist_ok=True)
-            self._write_model(ckpt_dir, step, async_save=async_save)
-            self._write_states(ckpt_dir, step, epoch)
+            partial = prepare_partial_dir(self.config.output_dir, step, coordinator=platform.get_rank() == 0)
+            platform.barrier()
+            os.makedirs(partial, exist_ok=True)
+            self._write_model(partial, step, async_save=async_save)
+            self._write_states(partial, step, epoch)
+            if export:
+                self._export_step(step, into=partial)
+            if async_save:
+                self._pending_commit = (partial, ckpt_dir, step)
+            else:
+                self._commit(partial, ckpt_dir, step)
         except self._lenient as exc:
-            logger.warning(
-                f"Checkpoint save to {ckpt_dir} failed at step {step}: {exc!r}; training continues"
-            )
-            return None
+            raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
         kind = "Async checkpoint issued" if async_save else "Saved checkpoint"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
@@ -306,6 +331,7 @@ class CheckpointManager(Configurable):
         merged: dict[str, Any] = {}
         for state in self._model_state_dicts():
             merged.update(state)
+        fault_point("before:model")
         if async_save:
             self._pending = platform.dcp_save(
                 merged, ckpt_dir, async_op=True, process_group=self._async_process_group()
@@ -313,6 +339,16 @@ class CheckpointManager(Configurable):
             self._pending_step = step
         else:
             platform.dcp_save(merged, ckpt_dir)
+            fault_point("after:model")
+
+    @staticmethod
+    def _commit(partial: str, ckpt_dir: str, step: int) -> None:
+        """Every rank's files are on disk (barrier); rank 0 writes the manifest last and renames."""
+        platform = get_platform()
+        platform.barrier()
+        if platform.get_rank() == 0:
+            commit_step_dir(partial, ckpt_dir, step)
+        platform.barrier()
 
     def _write_states(self, ckpt_dir: str, step: int, epoch: int) -> None:
         platform = get_platform()
@@ -337,29 +373,35 @@ class CheckpointManager(Configurable):
         return self._async_group
 
     def wait(self) -> None:
-        """Block until the in-flight async save (if any) is written; a failure only warns."""
-        if self._pending is None:
+        """Block until the in-flight async save (if any) is written, then commit its folder.
+
+        A failure raises ``CheckpointSaveError`` naming the folder.
+        """
+        if self._pending is None and self._pending_commit is None:
             return
-        handle, step = self._pending, self._pending_step
-        self._pending = self._pending_step = None
+        handle, step, commit = self._pending, self._pending_step, self._pending_commit
+        self._pending = self._pending_step = self._pending_commit = None
         try:
-            get_platform().dcp_wait(handle)
+            if handle is not None:
+                get_platform().dcp_wait(handle)
+                fault_point("after:model")
+            if commit is not None:
+                self._commit(*commit)
         except self._lenient as exc:
-            logger.warning(f"Async checkpoint save of step {step} failed: {exc!r}; training continues")
-            if self.last_saved_step == step:
-                self.last_saved_step = None  # the final save retries it
+            folder = commit[1] if commit is not None else self.step_dir(step or 0)
+            raise CheckpointSaveError(folder, commit[2] if commit else step or 0, exc) from exc
 
     def close(self) -> None:
         self.wait()
 
     # ------------------------------------------------------------------ HF export
-    def _export_step(self, step: int) -> str | None:
-        out_dir = os.path.join(self.step_dir(step), HF_SUBDIR)
+    def _export_step(self, step: int, *, into: str | None = None) -> str | None:
+        """HF export to ``<into or step_<step>>/hf_ckpt``; ``CheckpointSaveError`` on failure."""
+        out_dir = os.path.join(into or self.step_dir(step), HF_SUBDIR)
         try:
             result = self.export_hf(out_dir)
         except self._lenient as exc:
-            logger.warning(f"HF export to {out_dir} failed at step {step}: {exc!r}; training continues")
-            return None
+            raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
         return result
@@ -406,13 +448,14 @@ class CheckpointManager(Configurable):
         path = load_path if load_path is not None else self.config.load_path
         if not path:
             return 0, 0
-        if not os.path.isdir(path):
-            raise ValueError(
-                f"checkpoint.load_path={path!r} is not an existing directory; expected a step_<N> "
-                "checkpoint folder"
-            )
         platform = get_platform()
         rank = platform.get_rank()
+        path = resolve_checkpoint(
+            path,
+            field="checkpoint.load_path",
+            required=self._read_files(rank),
+            dcp_check=platform.dcp_damaged_file,
+        )
         self._restore_model(path)
         step, epoch = self._read_extra_state(path)
         if self.optimizers is not None:
@@ -428,6 +471,18 @@ class CheckpointManager(Configurable):
         logger.info_rank0(f"Resumed from checkpoint {path} (global_step={step}, epoch={epoch})")
         return step, epoch
 
+    def _read_files(self, rank: int) -> list[str]:
+        """The files a resume reads on ``rank``, in order (checked for folders without a manifest)."""
+        names = [DCP_METADATA_FILE, EXTRA_STATE_FILE]
+        if self.optimizers is not None:
+            names.append(optimizer_file(rank))
+        if self.lr_schedulers is not None:
+            names.append(SCHEDULER_FILE)
+        names.append(rng_file(rank))
+        if self.dataloader is not None and hasattr(self.dataloader, "load_state_dict"):
+            names.append(dataloader_file(rank))
+        return names
+
     @staticmethod
     def _raise_if_damaged(path: str, exc: BaseException) -> None:
         """After a failed DCP load: a damaged ``.metadata`` or shard is an error naming the file."""
@@ -441,21 +496,34 @@ class CheckpointManager(Configurable):
         return states, {key: value for state in states for key, value in state.items()}
 
     def _restore_model(self, path: str) -> None:
-        if not any(name.endswith(DCP_METADATA_FILE) for name in os.listdir(path)):
-            logger.warning(f"Checkpoint {path} has no DCP .metadata; model weights not restored")
-            return
+        """DCP shards into the live parts; a damaged, crafted or foreign checkpoint is an error."""
+        platform = get_platform()
+        meta = os.path.join(path, DCP_METADATA_FILE)
         states, merged = self._merged_model_state()
         try:
-            get_platform().dcp_load(merged, path)
+            shapes = platform.dcp_tensor_shapes(path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
+        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+            raise CheckpointCorruptError(
+                meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
+            ) from exc
+        for key, value in merged.items():
+            saved = shapes.get(key)
+            if saved is not None and saved != tuple(platform.shape(value)):
+                raise CheckpointMismatchError(
+                    f"checkpoint {path} does not fit the model: tensor {key!r} has shape "
+                    f"{list(saved)} in the checkpoint and {list(platform.shape(value))} in the model"
+                )
+        try:
+            platform.dcp_load(merged, path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
         except self._lenient as exc:
             self._raise_if_damaged(path, exc)
-            logger.warning(f"Could not restore model from {path}: {exc!r}; training continues without it")
-            return
-        try:
-            for part, state in zip(self.model_parts, states, strict=True):
-                part.load_state_dict({key: merged[key] for key in state})
-        except self._lenient as exc:
-            logger.warning(f"Could not restore model from {path}: {exc!r}; training continues without it")
+            raise CheckpointMismatchError(f"checkpoint {path} does not fit the model: {exc}") from exc
+        for part, state in zip(self.model_parts, states, strict=True):
+            part.load_state_dict({key: merged[key] for key in state})
 
     @staticmethod
     def _read_extra_state(path: str) -> tuple[int, int]:
@@ -581,6 +649,10 @@ class CheckpointManager(Configurable):
         states, merged = self._merged_model_state()
         try:
             get_platform().dcp_load(merged, path)
+        except get_platform().unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(
+                os.path.join(path, DCP_METADATA_FILE), exc, problem="is refused"
+            ) from None
         except self._lenient as exc:
             self._raise_if_damaged(path, exc)
             raise

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -50,6 +51,16 @@ def _self_world_env() -> dict[str, str]:
         "MASTER_PORT": str(_free_port()),
         _SELF_WORLD_MARK: "1",
     }
+
+
+def _cpu_libraries() -> dict[str, str]:
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    mkl = re.search(r"Math Kernel Library Version ([^\n]+?) for", config)
+    onednn = re.search(r"MKL-DNN (v[\d.]+)", config)
+    vendor = blas.group(1) if blas else "none"
+    version = mkl.group(1).strip() if mkl and vendor == "mkl" else "unknown"
+    return {"blas": f"{vendor} {version}", "onednn": onednn.group(1) if onednn else "none"}
 
 
 def _free_port() -> int:
@@ -147,6 +158,31 @@ class TorchPlatform:
 
     def is_deterministic(self) -> bool:
         return torch.are_deterministic_algorithms_enabled()
+
+    def determinism_settings(self) -> dict[str, Any]:
+        """What decides run-to-run reproducibility on this device (recorded in parity goldens)."""
+        settings: dict[str, Any] = {"deterministic_algorithms": self.is_deterministic()}
+        if self.device_type() == "cuda":
+            settings["cudnn_deterministic"] = bool(torch.backends.cudnn.deterministic)
+            settings["cublas_workspace_config"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "unset")
+        elif self.device_type() == "npu":
+            settings["hccl_deterministic"] = os.environ.get("HCCL_DETERMINISTIC", "unset")
+        return settings
+
+    # ------------------------------------------------------------ CPU numerics
+    def cpu_capability(self) -> str:
+        """The vectorised kernel set ATen runs (``AVX2``, ``AVX512``, ``DEFAULT``), read back from torch."""
+        return str(torch.backends.cpu.get_cpu_capability()).upper()
+
+    def num_threads(self) -> int:
+        return torch.get_num_threads()
+
+    def set_num_threads(self, threads: int) -> None:
+        torch.set_num_threads(threads)
+
+    def cpu_libraries(self) -> dict[str, str]:
+        """BLAS and oneDNN builds torch links (vendor and version, from ``torch.__config__``)."""
+        return _cpu_libraries()
 
     # ----------------------------------------------------------------- tensors
     def is_tensor(self, obj: Any) -> bool:
@@ -360,9 +396,51 @@ class TorchPlatform:
         return None
 
     def dcp_load(self, state_dict, checkpoint_id: str) -> None:
+        """``dcp.load`` in place, through the restricted reader (no code runs from the folder)."""
         import torch.distributed.checkpoint as dcp
 
-        dcp.load(state_dict, checkpoint_id=checkpoint_id)
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader
+
+        dcp.load(state_dict, checkpoint_id=checkpoint_id, storage_reader=SafeFileSystemReader(checkpoint_id))
+
+    def dcp_read_metadata(self, checkpoint_id: str):
+        """A DCP folder's ``Metadata`` through the restricted unpickler (``UnsafePickleError`` if crafted)."""
+        from hyper_parallel.platform.safe_dcp import read_metadata
+
+        return read_metadata(checkpoint_id)
+
+    def dcp_tensor_shapes(self, checkpoint_id: str) -> dict[str, tuple[int, ...]]:
+        """Global shape of every tensor a DCP folder holds, by state-dict key (metadata only)."""
+        from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+        metadata = self.dcp_read_metadata(checkpoint_id)
+        return {
+            key: tuple(int(n) for n in md.size)
+            for key, md in metadata.state_dict_metadata.items()
+            if isinstance(md, TensorStorageMetadata)
+        }
+
+    def dcp_full_state_dict(self, checkpoint_id: str) -> dict[str, Any]:
+        """Every entry of a DCP folder as full CPU tensors (no target state dict needed), read safely."""
+        from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+        from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
+
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader
+
+        state: dict[str, Any] = {}
+        _load_state_dict(
+            state,
+            storage_reader=SafeFileSystemReader(checkpoint_id),
+            planner=_EmptyStateDictLoadPlanner(),
+            no_dist=True,
+        )
+        return state
+
+    def unsafe_pickle_error(self) -> type[Exception]:
+        """The error the restricted checkpoint readers raise for a crafted pickle."""
+        from hyper_parallel.platform.safe_dcp import UnsafePickleError
+
+        return UnsafePickleError
 
     def dcp_wait(self, handle) -> None:
         """Block until an ``async_save`` handle has finished writing; its failure is re-raised."""
@@ -380,11 +458,13 @@ class TorchPlatform:
         Checks that ``.metadata`` unpickles and that every shard it lists exists and is long enough
         for the byte ranges it records. DCP keeps no checksums: same-size corruption is not found.
         """
-        from torch.distributed.checkpoint import FileSystemReader
+        from hyper_parallel.platform.safe_dcp import UnsafePickleError, read_metadata
 
         meta_path = os.path.join(checkpoint_id, ".metadata")
         try:
-            metadata = FileSystemReader(checkpoint_id).read_metadata()
+            metadata = read_metadata(checkpoint_id)
+        except UnsafePickleError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
             return meta_path, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
         needed: dict[str, int] = {}

@@ -158,7 +158,10 @@ def legacy_callbacks(
     trainer = _fake_trainer(
         state, legacy_args(*_checkpoint_overrides(output_dir, save_steps, load_path, **flags))
     )
-    return CheckpointCallback(trainer), SafetensorsExportCallback(trainer)
+    # As in BaseTrainer._init_callbacks: the checkpoint callback finds the exporter on the trainer
+    # and exports into the staged folder, so the export is part of the checkpoint's manifest.
+    trainer.hf_export_callback = SafetensorsExportCallback(trainer)
+    return CheckpointCallback(trainer), trainer.hf_export_callback
 
 
 def legacy_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool = True) -> Path:
@@ -198,18 +201,25 @@ def manager_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool 
 
 def read_step_dir(step_dir: Path) -> dict[str, Any]:
     """Everything a resume reads from ``step_dir``, as a canonical tree (file bytes are not compared:
-    ``torch.save`` archives embed the temporary file name)."""
+    ``torch.save`` archives embed the temporary file name).
+
+    The folder's ``manifest.json`` is verified (a mismatch raises ``CheckpointCorruptError``) but
+    left out of ``files``: it holds sha256 digests of those same nondeterministic archive bytes.
+    The DCP shards are read through the platform's restricted reader (no code runs from them).
+    """
     import torch
     from safetensors import safe_open
-    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    from hyper_parallel.checkpointing import MANIFEST_FILE, verify_manifest
+    from hyper_parallel.platform import get_platform
 
     step_dir = Path(step_dir)
     files = sorted(str(p.relative_to(step_dir)) for p in step_dir.rglob("*") if p.is_file())
+    if MANIFEST_FILE in files:
+        verify_manifest(str(step_dir))
+        files.remove(MANIFEST_FILE)
     out: dict[str, Any] = {"files": files}
-    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
-        converted = Path(tmp) / "model.pt"
-        dcp_to_torch_save(step_dir, converted)
-        out["model"] = canonical.checkpoint(torch.load(converted, weights_only=True))
+    out["model"] = canonical.checkpoint(get_platform().dcp_full_state_dict(str(step_dir)))
     for key, name in (
         ("optimizer", "optimizer_rank0.pt"),
         ("scheduler", "scheduler.pt"),

@@ -7,8 +7,12 @@ Layout of one save, ``<train.checkpoint.output_dir>/step_<N>/``:
 - ``rng_rank{r}.pt`` and ``dataloader_rank{r}.pt`` (every rank)
 - ``hf_ckpt/model.safetensors`` + ``hf_ckpt/config.json`` (rank 0, SafetensorsExportCallback)
 
-Every non-DCP file is written to a temporary file in the same folder and moved into place with
-``os.replace``, so a crash never leaves a truncated artifact that a resume would then trust.
+A save writes everything (HF export included) into ``<output_dir>/.partial.step_<N>/``; when every
+rank's files are on disk, rank 0 writes ``manifest.json`` last and renames the folder to
+``step_<N>/`` (``hyper_parallel.checkpointing``), so a checkpoint is complete or absent. A failed
+save raises ``CheckpointSaveError`` and stops the run. Resume verifies the manifest first and
+refuses damaged state with ``CheckpointCorruptError``, the same type and message as
+``CheckpointManager``; ``load_path`` may also be the run folder (newest complete ``step_<N>/``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,17 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 
+from hyper_parallel.checkpointing import (
+    CheckpointCorruptError,
+    CheckpointMismatchError,
+    CheckpointSaveError,
+    UnsafeCheckpointError,
+    check_writable_dir,
+    commit_step_dir,
+    fault_point,
+    prepare_partial_dir,
+    resolve_checkpoint,
+)
 from hyper_parallel.platform import get_platform
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
 
@@ -35,7 +50,8 @@ DEFAULT_OUTPUT_DIR = "outputs"
 DEFAULT_SAVE_STEPS = 500
 DEFAULT_SAVE_HF_WEIGHTS = True
 
-# (lenient) Failures that only warn. DCP wraps per-rank failures in CheckpointException, which
+# Failures of a save (they stop the run as CheckpointSaveError) and of applying a readable artifact
+# that does not fit (lenient: warned). DCP wraps per-rank failures in CheckpointException, which
 # derives from BaseException, so it is listed explicitly.
 LENIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, RuntimeError, ValueError, CheckpointException)
 
@@ -81,15 +97,18 @@ def atomic_write(path: str, writer: Callable[[str], None]) -> None:
     """
     directory, name = os.path.split(os.path.abspath(path))
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fault_point(f"before:{name}")
     try:
         writer(tmp)
         _fsync_path(tmp)
+        fault_point(f"written:{name}")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _fsync_path(directory)
+    fault_point(f"after:{name}")
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:
@@ -106,7 +125,11 @@ def atomic_write_json(obj: Any, path: str) -> None:
 
 
 def _load_pt(path: str) -> Any:
-    return torch.load(path, weights_only=True)
+    """A ``.pt`` artifact (``weights_only=True``); unreadable is ``CheckpointCorruptError`` naming it."""
+    try:
+        return torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - zip, pickle and EOF errors all mean "unreadable"
+        raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- HF export
@@ -174,10 +197,14 @@ class CheckpointCallback(Callback):
         cfg, self.output_dir, self.save_steps = _checkpoint_cfg(trainer.args)
         self.load_path: str | None = getattr(cfg, "load_path", None) or None
         self.save_async = bool(getattr(cfg, "save_async", False))
+        if self.save_steps > 0:
+            # Before the first step: a run must not train for hours and then fail to save.
+            check_writable_dir(self.output_dir, "train.checkpoint.output_dir")
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self._pending: Any = None
         self._pending_step: int | None = None
+        self._pending_commit: tuple[str, str, int] | None = None
         self._async_pg: Any = None
         self._async_pg_created = False
 
@@ -196,31 +223,55 @@ class CheckpointCallback(Callback):
     def on_train_end(self, state: Any, **kwargs: Any) -> None:
         self.wait_for_pending()
         if self.save_steps > 0 and state.global_step != self.last_saved_step:
-            self.save(state, async_save=False)
+            self.save(state, async_save=False, final=True)
 
     # ------------------------------------------------------------------- save
-    def save(self, state: Any, *, async_save: bool = False) -> str | None:
-        """Write ``step_<global_step>/``; returns the folder, or None when the save failed."""
+    def save(self, state: Any, *, async_save: bool = False, final: bool = False) -> str:
+        """Write ``step_<global_step>/`` (staged, manifest last, renamed); ``CheckpointSaveError`` on failure."""
         step = state.global_step
         ckpt_dir = step_dir(self.output_dir, step)
         self.wait_for_pending()
+        platform = get_platform()
         try:
-            os.makedirs(ckpt_dir, exist_ok=True)
-            self._save_model(ckpt_dir, async_save=async_save, step=step)
-            self._save_artifacts(ckpt_dir, state)
+            partial = prepare_partial_dir(self.output_dir, step, coordinator=_rank() == 0)
+            platform.barrier()
+            os.makedirs(partial, exist_ok=True)
+            self._save_model(partial, async_save=async_save, step=step)
+            self._save_artifacts(partial, state)
+            exporter = self._exporter_due(step, final=final)
+            if exporter is not None:
+                exporter.export(state, into=partial)
+            if async_save:
+                self._pending_commit = (partial, ckpt_dir, step)
+            else:
+                self._commit(partial, ckpt_dir, step)
         except LENIENT_ERRORS as exc:
-            logger.warning(
-                f"Checkpoint save to {ckpt_dir} failed at step {step}: {exc!r}; training continues"
-            )
-            return None
+            raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
         kind = "async checkpoint issued" if async_save else "Saved checkpoint"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
         self.trainer.dispatch_save_event(ckpt_dir)
         return ckpt_dir
 
+    def _exporter_due(self, step: int, *, final: bool) -> Any:
+        """The HF export callback when it is due at ``step``: it then exports into the staged folder."""
+        exporter = getattr(self.trainer, "hf_export_callback", None)
+        if exporter is not None and exporter.due(step, final=final):
+            return exporter
+        return None
+
+    @staticmethod
+    def _commit(partial: str, ckpt_dir: str, step: int) -> None:
+        """Every rank's files are on disk (barrier), then rank 0 writes the manifest and renames."""
+        platform = get_platform()
+        platform.barrier()
+        if _rank() == 0:
+            commit_step_dir(partial, ckpt_dir, step)
+        platform.barrier()
+
     def _save_model(self, ckpt_dir: str, *, async_save: bool, step: int) -> None:
         model_sd = self.trainer.model.state_dict()
+        fault_point("before:model")
         if async_save:
             self._pending = dcp.async_save(
                 model_sd, checkpoint_id=ckpt_dir, process_group=self._async_group()
@@ -228,6 +279,7 @@ class CheckpointCallback(Callback):
             self._pending_step = step
         else:
             dcp.save(model_sd, checkpoint_id=ckpt_dir)
+            fault_point("after:model")
 
     def _save_artifacts(self, ckpt_dir: str, state: Any) -> None:
         trainer = self.trainer
@@ -256,45 +308,65 @@ class CheckpointCallback(Callback):
         return self._async_pg
 
     def wait_for_pending(self) -> None:
-        """Block until the in-flight async save (if any) has finished writing."""
-        if self._pending is None:
+        """Block until the in-flight async save (if any) is written, then commit its folder."""
+        if self._pending is None and self._pending_commit is None:
             return
         pending, step = self._pending, self._pending_step
-        self._pending = self._pending_step = None
+        commit = self._pending_commit
+        self._pending = self._pending_step = self._pending_commit = None
+        ckpt_dir = commit[1] if commit is not None else step_dir(self.output_dir, step or 0)
         try:
-            future = getattr(pending, "upload_completion", pending)
-            future.result()
+            if pending is not None:
+                future = getattr(pending, "upload_completion", pending)
+                future.result()
+                fault_point("after:model")
+            if commit is not None:
+                self._commit(*commit)
         except LENIENT_ERRORS as exc:
-            logger.warning(f"Async checkpoint save of step {step} failed: {exc!r}; training continues")
-            if self.last_saved_step == step:
-                self.last_saved_step = None  # the final save at train end will retry
+            raise CheckpointSaveError(ckpt_dir, commit[2] if commit else step or 0, exc) from exc
 
     # ----------------------------------------------------------------- resume
-    def resume(self, load_path: str, state: Any) -> None:
-        """Restore model, extra state, optimizer, scheduler, RNG and dataloader, in that order."""
-        if not os.path.isdir(load_path):
-            raise ValueError(
-                f"train.checkpoint.load_path={load_path!r} is not an existing directory; "
-                "expected a step_<N> checkpoint folder written by CheckpointCallback"
-            )
-        trainer = self.trainer
-        rank = _rank()
-        self._restore("model", load_path, self._load_model)
-        self._restore_file(load_path, EXTRA_STATE_FILE, lambda path: self._load_extra_state(path, state))
-        optimizer = getattr(trainer, "optimizer", None)
-        if optimizer is not None:
-            self._restore_file(
-                load_path, optimizer_file(rank), lambda p: optimizer.load_state_dict(_load_pt(p))
-            )
-        scheduler = getattr(trainer, "lr_scheduler", None)
-        if scheduler is not None:
-            self._restore_file(load_path, SCHEDULER_FILE, lambda p: scheduler.load_state_dict(_load_pt(p)))
-        self._restore_file(load_path, rng_file(rank), lambda p: get_platform().set_rng_state(_load_pt(p)))
+    def _required_files(self) -> list[str]:
+        """What this rank reads back, in restore order (checked for folders without a manifest)."""
+        trainer, rank = self.trainer, _rank()
+        names = [".metadata", EXTRA_STATE_FILE]
+        if getattr(trainer, "optimizer", None) is not None:
+            names.append(optimizer_file(rank))
+        if getattr(trainer, "lr_scheduler", None) is not None:
+            names.append(SCHEDULER_FILE)
+        names.append(rng_file(rank))
         loader = getattr(trainer, "train_dataloader", None)
         if loader is not None and hasattr(loader, "load_state_dict"):
-            self._restore_file(
-                load_path, dataloader_file(rank), lambda p: loader.load_state_dict(_load_pt(p))
-            )
+            names.append(dataloader_file(rank))
+        return names
+
+    def resume(self, load_path: str, state: Any) -> None:
+        """Restore model, extra state, optimizer, scheduler, RNG and dataloader, in that order.
+
+        ``load_path`` is verified first (manifest, or the pre-manifest policy of
+        ``hyper_parallel.checkpointing``); a run folder resolves to its newest complete step.
+        """
+        trainer = self.trainer
+        rank = _rank()
+        platform = get_platform()
+        load_path = resolve_checkpoint(
+            load_path,
+            field="train.checkpoint.load_path",
+            required=self._required_files(),
+            dcp_check=platform.dcp_damaged_file,
+        )
+        self._load_model(load_path)
+        self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)
+        optimizer = getattr(trainer, "optimizer", None)
+        if optimizer is not None:
+            self._restore_file(load_path, optimizer_file(rank), optimizer.load_state_dict)
+        scheduler = getattr(trainer, "lr_scheduler", None)
+        if scheduler is not None:
+            self._restore_file(load_path, SCHEDULER_FILE, scheduler.load_state_dict)
+        self._restore_file(load_path, rng_file(rank), platform.set_rng_state)
+        loader = getattr(trainer, "train_dataloader", None)
+        if loader is not None and hasattr(loader, "load_state_dict"):
+            self._restore_file(load_path, dataloader_file(rank), loader.load_state_dict)
         # The loaded step is on disk already: do not write it again at train end.
         self.last_saved_step = state.global_step
         logger.info_rank0(
@@ -303,43 +375,77 @@ class CheckpointCallback(Callback):
         trainer.dispatch_load_event(load_path)
 
     def _load_model(self, load_path: str) -> None:
-        if not any(name.endswith(".metadata") for name in os.listdir(load_path)):
-            logger.warning(f"Checkpoint {load_path} has no DCP .metadata; model weights not restored")
-            return
+        """DCP shards into the live model; a damaged, crafted or foreign checkpoint is an error."""
+        platform = get_platform()
+        meta = os.path.join(load_path, ".metadata")
         model = self.trainer.model
         model_sd = model.state_dict()
-        dcp.load(model_sd, checkpoint_id=load_path)
+        try:
+            shapes = platform.dcp_tensor_shapes(load_path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
+        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+            raise CheckpointCorruptError(
+                meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
+            ) from exc
+        for key, tensor in model_sd.items():
+            saved = shapes.get(key)
+            if saved is not None and saved != tuple(tensor.shape):
+                raise CheckpointMismatchError(
+                    f"checkpoint {load_path} does not fit the model: tensor {key!r} has shape "
+                    f"{list(saved)} in the checkpoint and {list(tensor.shape)} in the model"
+                )
+        try:
+            platform.dcp_load(model_sd, load_path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
+        except LENIENT_ERRORS as exc:
+            damaged = platform.dcp_damaged_file(load_path)
+            if damaged is not None:
+                raise CheckpointCorruptError(*damaged) from exc
+            raise CheckpointMismatchError(f"checkpoint {load_path} does not fit the model: {exc}") from exc
         model.load_state_dict(model_sd)
 
     @staticmethod
     def _load_extra_state(path: str, state: Any) -> None:
-        with open(path, encoding="utf-8") as f:
-            extra = json.load(f)
-        if not isinstance(extra, dict):
-            raise ValueError(
-                f"{path}: expected a JSON object with global_step and epoch, got {type(extra).__name__}"
-            )
-        state.global_step = int(extra.get("global_step", 0))
-        state.epoch = int(extra.get("epoch", 0))
-
-    @staticmethod
-    def _restore(what: str, target: str, fn: Callable[[str], None]) -> None:
+        if not os.path.isfile(path):
+            logger.warning(f"Checkpoint artifact {path} is missing; skipped")
+            return
         try:
-            fn(target)
-        except LENIENT_ERRORS as exc:
-            logger.warning(f"Could not restore {what} from {target}: {exc!r}; training continues without it")
+            with open(path, encoding="utf-8") as f:
+                extra = json.load(f)
+        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(extra, dict):
+            raise CheckpointCorruptError(path, f"expected a JSON object, got {type(extra).__name__}")
+        try:
+            state.global_step = int(extra.get("global_step", 0))
+            state.epoch = int(extra.get("epoch", 0))
+        except (TypeError, ValueError) as exc:
+            raise CheckpointCorruptError(path, f"global_step/epoch are not integers: {exc}") from exc
 
-    def _restore_file(self, load_path: str, filename: str, fn: Callable[[str], None]) -> None:
+    def _restore_file(self, load_path: str, filename: str, apply: Callable[[Any], Any]) -> None:
+        """Missing: skipped with a warning; unreadable: an error; readable but not fitting: warned (lenient)."""
         path = os.path.join(load_path, filename)
         if not os.path.isfile(path):
             logger.warning(f"Checkpoint artifact {path} is missing; skipped")
             return
-        self._restore(filename, path, fn)
+        value = _load_pt(path)
+        try:
+            apply(value)
+        except LENIENT_ERRORS as exc:
+            logger.warning(
+                f"Could not restore {filename} from {path}: {exc!r}; training continues without it"
+            )
 
 
 class SafetensorsExportCallback(Callback):
     """Exports HF weights to ``step_<N>/hf_ckpt/`` on the checkpoint cadence
-    (enabled by ``train.checkpoint.save_hf_weights``)."""
+    (enabled by ``train.checkpoint.save_hf_weights``).
+
+    When the checkpoint callback saves the same step, it calls :meth:`export` with its staged
+    folder, so the export is part of the checkpoint and of its manifest.
+    """
 
     def __init__(self, trainer: Any) -> None:
         super().__init__(trainer)
@@ -347,36 +453,37 @@ class SafetensorsExportCallback(Callback):
         self.enabled = bool(getattr(cfg, "save_hf_weights", DEFAULT_SAVE_HF_WEIGHTS))
         self.last_exported_step: int | None = 0
 
+    def due(self, step: int, *, final: bool = False) -> bool:
+        if not (self.enabled and self.save_steps > 0 and step != self.last_exported_step):
+            return False
+        return final or step % self.save_steps == 0
+
     def on_step_end(
         self, state: Any, *, loss: float | None = None, grad_norm: float | None = None, **kwargs: Any
     ) -> None:
-        step = state.global_step
-        if (
-            self.enabled
-            and self.save_steps > 0
-            and step % self.save_steps == 0
-            and step != self.last_exported_step
-        ):
+        if self.due(state.global_step):
             self.export(state)
 
     def on_train_end(self, state: Any, **kwargs: Any) -> None:
-        if self.enabled and self.save_steps > 0 and state.global_step != self.last_exported_step:
+        if self.due(state.global_step, final=True):
             self.export(state)
 
     def on_load(self, state: Any, *, checkpoint_dir: str, **kwargs: Any) -> None:
         # The resumed step was exported by the run that saved it.
         self.last_exported_step = state.global_step
 
-    def export(self, state: Any) -> str | None:
-        """Export the current weights; returns the folder on rank 0, None elsewhere or on failure."""
+    def export(self, state: Any, *, into: str | None = None) -> str | None:
+        """Export the current weights to ``<into or step_<N>>/hf_ckpt``; folder on rank 0, else None.
+
+        A failure raises ``CheckpointSaveError`` naming the folder (the run stops).
+        """
         step = state.global_step
-        out_dir = os.path.join(step_dir(self.output_dir, step), HF_SUBDIR)
+        out_dir = os.path.join(into or step_dir(self.output_dir, step), HF_SUBDIR)
         adapter_cls = getattr(getattr(self.trainer, "spec", None), "state_dict_adapter", None)
         try:
             result = export_hf_checkpoint(self.trainer.model, adapter_cls, out_dir)
         except LENIENT_ERRORS as exc:
-            logger.warning(f"HF export to {out_dir} failed at step {step}: {exc!r}; training continues")
-            return None
+            raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
         return result

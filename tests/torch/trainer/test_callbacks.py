@@ -19,6 +19,11 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: E402
 
+from hyper_parallel.checkpointing import (  # noqa: E402
+    CheckpointCorruptError,
+    CheckpointSaveError,
+    UnwritableDirError,
+)
 from hyper_parallel.platform import get_platform  # noqa: E402
 from hyper_parallel.trainer.callbacks import (  # noqa: E402
     Callback,
@@ -635,28 +640,24 @@ def test_resume_restores_everything_exactly(tmp_path):
     assert sorted(os.listdir(tmp_path / "ckpt2")) == ["step_6"]
 
 
-def test_resume_skips_missing_artifacts_with_warning(tmp_path, caplog):
+def test_resume_refuses_missing_artifacts_listed_in_the_manifest(tmp_path):
     ref = _ckpt_trainer(_ckpt_args(tmp_path))
     ref.train(steps=3)
     step_dir = tmp_path / "ckpt" / "step_3"
     os.remove(step_dir / "scheduler.pt")
     os.remove(step_dir / "rng_rank0.pt")
     res = _ckpt_trainer(_ckpt_args(tmp_path, load_path=str(step_dir), save_steps=0), seed=7)
-    with caplog.at_level(logging.WARNING):
+    with pytest.raises(CheckpointCorruptError, match=r"rng_rank0\.pt is missing") as info:
         res.dispatch("on_train_begin")
-    warned = " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert "scheduler.pt" in warned and "rng_rank0.pt" in warned
-    assert res.state.global_step == 3
-    assert res.lr_scheduler.last_epoch == 0  # skipped
-    assert res.optimizer.state_dict()["state"][0]["step"].item() == 3  # restored
-    for p, q in zip(res.model.parameters(), ref.model.parameters()):
-        assert bits(p) == bits(q)
+    assert info.value.folder == str(step_dir)
+    assert res.state.global_step == 0 and res.lr_scheduler.last_epoch == 0  # nothing restored
 
 
-def test_resume_warns_on_corrupt_artifact_and_continues(tmp_path, caplog):
+def test_resume_warns_on_readable_but_unfitting_artifact_and_continues(tmp_path, caplog):
     ref = _ckpt_trainer(_ckpt_args(tmp_path))
     ref.train(steps=3)
     step_dir = tmp_path / "ckpt" / "step_3"
+    os.remove(step_dir / "manifest.json")  # the pre-manifest policy: the edited file is read
     # A readable file whose content does not fit the optimizer: load_state_dict raises ValueError.
     torch.save({"state": {}, "param_groups": []}, step_dir / "optimizer_rank0.pt")
     res = _ckpt_trainer(_ckpt_args(tmp_path, load_path=str(step_dir), save_steps=0), seed=7)
@@ -713,15 +714,11 @@ def test_async_save_layout_and_wait(tmp_path):
     assert trainer.checkpoint_callback.last_saved_step == 3
 
 
-def test_save_failure_only_warns(tmp_path, caplog):
+def test_unwritable_output_dir_fails_before_the_first_step(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the output folder should be")
-    trainer = _ckpt_trainer(_ckpt_args(tmp_path, output_dir=str(blocker), save_steps=1), max_steps=1)
-    with caplog.at_level(logging.WARNING):
-        trainer.train()
-    assert any("Checkpoint save" in r.getMessage() for r in caplog.records)
-    assert trainer.checkpoint_callback.last_saved_step == 0
-    assert not [e for e in trainer.events if e[0] == "save"]
+    with pytest.raises(UnwritableDirError, match=r"train\.checkpoint\.output_dir=.*blocker"):
+        _ckpt_trainer(_ckpt_args(tmp_path, output_dir=str(blocker), save_steps=1), max_steps=1)
 
 
 def test_crash_while_writing_an_artifact_leaves_no_partial_file(tmp_path, monkeypatch, caplog):
@@ -736,11 +733,9 @@ def test_crash_while_writing_an_artifact_leaves_no_partial_file(tmp_path, monkey
 
     monkeypatch.setattr(torch, "save", crashing_save)
     trainer = _ckpt_trainer(_ckpt_args(tmp_path, save_steps=1), max_steps=1)
-    with caplog.at_level(logging.WARNING):
+    with pytest.raises(CheckpointSaveError, match=r"step_1 failed at step 1: RuntimeError: disk full"):
         trainer.train()
-    step_dir = tmp_path / "ckpt" / "step_1"
-    assert any("disk full" in r.getMessage() for r in caplog.records)
-    assert not (step_dir / "optimizer_rank0.pt").exists()
+    assert not (tmp_path / "ckpt" / "step_1").exists()
     assert no_tmp_files(tmp_path)
     assert not [e for e in trainer.events if e[0] == "save"]
 
@@ -842,7 +837,7 @@ def test_export_callback_cadence(tmp_path):
     assert not off.exists()
 
 
-def test_export_failure_only_warns(tmp_path, caplog):
+def test_export_failure_stops_the_run_naming_the_folder(tmp_path):
     class BrokenAdapter(PrefixAdapter):
         def export_hf_config(self, model_config, dtype):
             raise ValueError("attn_output_gate=False cannot be exported")
@@ -850,9 +845,10 @@ def test_export_failure_only_warns(tmp_path, caplog):
     trainer = FakeTrainer(_ckpt_args(tmp_path, save_steps=1, save_hf_weights=True), max_steps=1)
     trainer.spec = ns(state_dict_adapter=BrokenAdapter)
     export = trainer.add(SafetensorsExportCallback(trainer))
-    with caplog.at_level(logging.WARNING):
+    with pytest.raises(
+        CheckpointSaveError, match=r"step_1/hf_ckpt failed at step 1: ValueError: attn_output"
+    ):
         trainer.train()
-    assert any("HF export" in r.getMessage() for r in caplog.records)
     assert export.last_exported_step == 0
 
 

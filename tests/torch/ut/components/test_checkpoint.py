@@ -21,6 +21,7 @@ import torch  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError  # noqa: E402
 from hyper_parallel.components.checkpoint import CheckpointCorruptError, CheckpointManager  # noqa: E402
 from hyper_parallel.platform import get_platform  # noqa: E402
 from parity import canonical  # noqa: E402
@@ -146,8 +147,15 @@ def _flip_bit(tensor: torch.Tensor, index: int) -> None:
     flat[index] ^= 1
 
 
+def _unverified_copy(folder: Path, dest: Path) -> Path:
+    """A copy without its manifest, so that planted edits reach the comparator."""
+    copy = Path(shutil.copytree(folder, dest))
+    os.remove(copy / "manifest.json")
+    return copy
+
+
 def test_planted_bit_flip_in_optimizer_state_is_named(saved, tmp_path):
-    copy = Path(shutil.copytree(saved.manager, tmp_path / "step"))
+    copy = _unverified_copy(saved.manager, tmp_path / "step")
     opt = torch.load(copy / "optimizer_rank0.pt", weights_only=True)
     _flip_bit(opt["state"][3]["exp_avg"], 17)
     torch.save(opt, copy / "optimizer_rank0.pt")
@@ -166,7 +174,7 @@ def test_planted_bit_flip_in_model_shard_is_named(saved, tmp_path):
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
-    copy = Path(shutil.copytree(saved.manager, tmp_path / "step"))
+    copy = _unverified_copy(saved.manager, tmp_path / "step")
     dcp_to_torch_save(copy, tmp_path / "model.pt")
     model_sd = torch.load(tmp_path / "model.pt", weights_only=True)
     name = "model.layers.1.mlp.up_proj.weight"
@@ -238,24 +246,21 @@ def test_corrupt_hf_export_fails_weight_loading_naming_the_file(saved, tmp_path)
         mgr.load_weights(str(hf_dir))
 
 
-def test_missing_artifacts_are_skipped_with_a_warning(saved, tmp_path, caplog):
+def test_missing_artifacts_listed_in_the_manifest_are_refused(saved, tmp_path):
     copy = Path(shutil.copytree(saved.manager, tmp_path / "step"))
     os.remove(copy / "scheduler.pt")
     os.remove(copy / "rng_rank0.pt")
     target = suite.trained_state(steps=0, seed=3)
     mgr = suite.manager(target, str(tmp_path / "out"), save_steps=0)
-    with caplog.at_level(logging.WARNING):
-        assert mgr.load(str(copy)) == (STEPS, 1)
-    warned = " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert "scheduler.pt" in warned and "rng_rank0.pt" in warned
-    assert target.lr_scheduler.last_epoch == 0  # skipped
-    restored = suite.live_state(target)
-    for key in ("model", "optimizer", "dataloader"):
-        assert_same(saved.live[key], restored[key], key)
+    with pytest.raises(CheckpointCorruptError, match="rng_rank0.pt is missing") as info:
+        mgr.load(str(copy))
+    assert info.value.path == str(copy / "rng_rank0.pt") and info.value.folder == str(copy)
+    assert target.lr_scheduler.last_epoch == 0  # nothing was restored
 
 
 def test_readable_but_mismatched_state_only_warns_like_legacy(saved, tmp_path, caplog):
-    copy = Path(shutil.copytree(saved.manager, tmp_path / "step"))
+    # Without a manifest (the pre-manifest policy), so that the edited file reaches the loaders.
+    copy = _unverified_copy(saved.manager, tmp_path / "step")
     torch.save({"state": {}, "param_groups": []}, copy / "optimizer_rank0.pt")
     after = {}
     for name, reader in (("legacy", _legacy_load), ("manager", _manager_load)):
@@ -304,25 +309,24 @@ def test_crash_while_writing_leaves_no_partial_file(tmp_path, monkeypatch, caplo
         lr_schedulers=None,
         dataloader=None,
     )
-    with caplog.at_level(logging.WARNING):
-        assert mgr.save(1) is None
-    assert any("disk full" in r.getMessage() for r in caplog.records)
-    assert not (tmp_path / "step_1" / "optimizer_rank0.pt").exists()
+    with pytest.raises(CheckpointSaveError, match=r"step_1 failed at step 1: RuntimeError: disk full"):
+        mgr.save(1)
+    assert not (tmp_path / "step_1").exists()  # only the staged folder holds the partial save
     assert not tmp_leftovers(tmp_path)
     assert mgr.last_saved_step == 0
 
 
-def test_save_failure_only_warns(tmp_path, caplog):
+def test_unwritable_output_dir_fails_at_build(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the output folder should be")
-    mgr = CheckpointManager.Config(output_dir=str(blocker), save_steps=1).build(
+    with pytest.raises(UnwritableDirError, match=r"checkpoint\.output_dir=.*blocker.*is a file"):
+        CheckpointManager.Config(output_dir=str(blocker), save_steps=1).build(
+            model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
+        )
+    # Saving off: nothing is checked (and nothing is created).
+    CheckpointManager.Config(output_dir=str(blocker / "x"), save_steps=0).build(
         model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
     )
-    with caplog.at_level(logging.WARNING):
-        assert mgr.maybe_save(1) is None
-    messages = " ".join(r.getMessage() for r in caplog.records)
-    assert "Checkpoint save" in messages and "HF export" in messages
-    assert mgr.state_dict() == {"last_saved_step": 0, "last_exported_step": 0}
 
 
 # --------------------------------------------------------------------------- cadence
@@ -390,7 +394,7 @@ def test_cadence_decisions_match_the_legacy_callbacks(save_steps, last_step, hf)
     mgr = suite.manager(state, "unused", save_steps=save_steps, save_hf_weights=hf)
     legacy_log, new_log = [], []
 
-    def legacy_save(progress, *, async_save=False):
+    def legacy_save(progress, *, async_save=False, final=False):
         legacy_log.append(("ckpt", progress.global_step))
         ckpt.last_saved_step = progress.global_step
 
@@ -398,9 +402,11 @@ def test_cadence_decisions_match_the_legacy_callbacks(save_steps, last_step, hf)
         legacy_log.append(("hf", progress.global_step))
         export.last_exported_step = progress.global_step
 
-    def new_save(step, epoch, *, async_save):
+    def new_save(step, epoch, *, async_save, export):
         new_log.append(("ckpt", step))
         mgr.last_saved_step = step
+        if export:
+            new_export(step)
         return "dir"
 
     def new_export(step):

@@ -1,0 +1,137 @@
+"""Reading torch DCP folders without running code from them.
+
+torch 2.13 reads a DCP folder's ``.metadata`` with a plain ``pickle.load``
+(``FileSystemReader.read_metadata``), and loads non-tensor (``BYTE_IO``) entries with
+``torch.load(weights_only=False)`` (``DefaultLoadPlanner.load_bytes``); there is no safe-globals
+switch for either (``torch.serialization.add_safe_globals`` only covers ``weights_only`` loads).
+A crafted folder passed as a resume path or as initial weights could therefore execute anything.
+
+:class:`SafeFileSystemReader` is a ``FileSystemReader`` whose ``.metadata`` goes through a
+restricted unpickler that resolves only the types DCP metadata is made of (the dataclasses of
+``torch.distributed.checkpoint.metadata``, ``_StorageInfo``, ``torch.Size``, dtypes, layouts,
+paths), and whose ``BYTE_IO`` entries must pass ``torch.load(weights_only=True)`` before the
+planner sees them. Tensor shards are already read with ``weights_only=True`` by torch.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from typing import Any
+
+import torch
+from torch.distributed.checkpoint import FileSystemReader
+
+__all__ = ["SafeFileSystemReader", "UnsafePickleError", "read_metadata"]
+
+METADATA_FILE = ".metadata"
+
+# (module, name) pairs a DCP ``.metadata`` pickle may reference (checked against torch 2.13
+# single-process and FSDP2 saves; dtypes are allowed by value, below).
+_ALLOWED_GLOBALS = frozenset(
+    {
+        *(
+            ("torch.distributed.checkpoint.metadata", name)
+            for name in (
+                "Metadata",
+                "MetadataIndex",
+                "StorageMeta",
+                "TensorProperties",
+                "TensorStorageMetadata",
+                "BytesStorageMetadata",
+                "ChunkStorageMetadata",
+                "_MEM_FORMAT_ENCODING",
+            )
+        ),
+        ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+        ("torch.distributed.checkpoint.planner", "LoadItemType"),
+        ("torch.distributed.checkpoint.planner", "WriteItemType"),
+        ("torch", "Size"),
+        ("torch.serialization", "_get_layout"),
+        ("torch", "strided"),
+        ("torch", "sparse_coo"),
+        ("torch", "contiguous_format"),
+        ("torch", "channels_last"),
+        ("torch", "preserve_format"),
+        ("pathlib", "Path"),
+        ("pathlib", "PosixPath"),
+        ("pathlib", "PurePosixPath"),
+        ("pathlib", "WindowsPath"),
+        ("pathlib", "PureWindowsPath"),
+        ("collections", "OrderedDict"),
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+    }
+)
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """A checkpoint file references something a checkpoint never contains; nothing was run."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(
+            f"{path}: refused to unpickle {what}: only DCP checkpoint metadata types are allowed "
+            "(a crafted or foreign file; nothing from it was executed)"
+        )
+        self.path = path
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    def __init__(self, file: Any, path: str) -> None:
+        super().__init__(file)
+        self._path = path
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        raise UnsafePickleError(self._path, f"global {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickleError(self._path, "a persistent id")
+
+
+def read_metadata(checkpoint_id: str | os.PathLike, rank: int | None = None) -> Any:
+    """The ``Metadata`` of a DCP folder, through the restricted unpickler."""
+    name = METADATA_FILE if rank is None else f"__{rank}{METADATA_FILE}"
+    path = os.path.join(os.fspath(checkpoint_id), name)
+    with open(path, "rb") as fh:
+        return _MetadataUnpickler(fh, path).load()
+
+
+class _BytesCheckingPlanner:
+    """Forwards to the real planner; ``BYTE_IO`` payloads must load with ``weights_only=True`` first."""
+
+    def __init__(self, inner: Any, folder: str) -> None:
+        self._inner = inner
+        self._folder = folder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+        data = value.read()
+        try:
+            torch.load(io.BytesIO(data), weights_only=True)
+        except pickle.UnpicklingError as exc:
+            fqn = getattr(getattr(read_item, "dest_index", None), "fqn", "?")
+            raise UnsafePickleError(self._folder, f"the non-tensor entry {fqn!r} ({exc})") from None
+        self._inner.load_bytes(read_item, io.BytesIO(data))
+
+
+class SafeFileSystemReader(FileSystemReader):
+    """``FileSystemReader`` that never unpickles arbitrary objects (module docstring)."""
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+        from torch.distributed.checkpoint.metadata import StorageMeta
+
+        metadata = read_metadata(os.fspath(self.path), kwargs.get("rank"))
+        if getattr(metadata, "storage_meta", None) is None:
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id
+        return metadata
+
+    def read_data(self, plan: Any, planner: Any) -> Any:
+        return super().read_data(plan, _BytesCheckingPlanner(planner, os.fspath(self.path)))
