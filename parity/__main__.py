@@ -2,4 +2,4 @@
 
 from parity.cli import main
 
-raise SystemExit(main())
+raise SystemExit(main(reexec=True))

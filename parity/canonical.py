@@ -3,7 +3,9 @@
 Trees are built from ``dict`` (string keys), ``list``, ``str``, ``int``, ``bool``, ``None`` and two
 leaf types:
 
-- ``FloatLeaf``: a Python float as ``float.hex()`` plus a readable ``repr`` (NaN keeps its bits);
+- ``FloatLeaf``: a Python float as ``float.hex()`` plus a readable ``repr`` (NaN keeps its bits),
+  and the dtype it was produced in (``float64`` unless the producer says otherwise: a loss read
+  with ``.item()`` from a float32 tensor is ``float32``), so that a report counts ULPs in it;
 - ``TensorLeaf``: dtype, shape and the sha256 of the raw bytes, hashed through the platform's
   zero-copy byte view, so -0.0/+0.0 and NaN payloads count. Tensors of at most
   ``INLINE_MAX_NUMEL`` elements are also inlined as their integer-view values (signed, same
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.ulp import float_hex, float_values, is_float_dtype
+from parity.ulp import FLOAT_WIDTH, float_hex, float_values, is_float_dtype, representable
 
 __all__ = [
     "INLINE_MAX_NUMEL",
@@ -76,10 +78,11 @@ def _platform():
 
 @dataclass(frozen=True)
 class FloatLeaf:
-    """A Python float: compared by ``hex`` (exact), shown with ``repr``."""
+    """A Python float: compared by ``hex`` (exact), shown with ``repr``, produced in ``dtype``."""
 
     hex: str
     repr: str
+    dtype: str = "float64"
 
     @property
     def value(self) -> float:
@@ -88,7 +91,10 @@ class FloatLeaf:
         return float.fromhex(self.hex)
 
     def to_json(self) -> dict[str, Any]:
-        return {MARK: "float", "hex": self.hex, "repr": self.repr}
+        out = {MARK: "float", "hex": self.hex, "repr": self.repr}
+        if self.dtype != "float64":
+            out["dtype"] = self.dtype
+        return out
 
 
 @dataclass(eq=False)
@@ -128,9 +134,16 @@ class TensorLeaf:
         return out
 
 
-def float_leaf(value: float) -> FloatLeaf:
+def float_leaf(value: float, dtype: str = "float64") -> FloatLeaf:
+    """A float leaf; ``dtype`` is the dtype the value was computed in (it must hold the value exactly)."""
+    if isinstance(value, np.floating) and dtype == "float64":
+        dtype = np.dtype(type(value)).name
     value = float(value)
-    return FloatLeaf(hex=float_hex(value), repr=repr(value))
+    if dtype not in FLOAT_WIDTH:
+        raise ValueError(f"float dtype {dtype!r} is not one of {sorted(FLOAT_WIDTH)}")
+    if not representable(value, dtype):
+        raise ValueError(f"{value!r} is not a {dtype} value; declare the dtype it was computed in")
+    return FloatLeaf(hex=float_hex(value), repr=repr(value), dtype=dtype)
 
 
 def tensor_leaf(tensor: Any) -> TensorLeaf:
@@ -158,8 +171,11 @@ def _key(key: Any, path: str) -> str:
     raise TypeError(f"{path}: dict key {key!r} has type {type(key).__name__}; expected str or int")
 
 
-def canonicalise(obj: Any, path: str = "$") -> Any:
-    """Turn a nested structure of scalars, floats, tensors, mappings and sequences into a tree."""
+def canonicalise(obj: Any, path: str = "$", *, float_dtype: str = "float64") -> Any:
+    """Turn a nested structure of scalars, floats, tensors, mappings and sequences into a tree.
+
+    ``float_dtype``: the dtype the Python floats in ``obj`` were computed in (see ``FloatLeaf``).
+    """
     if obj is None or isinstance(obj, (str, FloatLeaf, TensorLeaf)):
         return obj
     if isinstance(obj, (bool, np.bool_)):
@@ -167,7 +183,10 @@ def canonicalise(obj: Any, path: str = "$") -> Any:
     if isinstance(obj, (int, np.integer)):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
-        return float_leaf(float(obj))
+        try:
+            return float_leaf(obj, float_dtype)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     if isinstance(obj, Mapping):
         if obj.get(MARK) is not None:
             return from_json(obj, path)
@@ -176,10 +195,10 @@ def canonicalise(obj: Any, path: str = "$") -> Any:
             skey = _key(key, path)
             if skey in out:
                 raise ValueError(f"{path}: keys {key!r} and {skey!r} collide once converted to strings")
-            out[skey] = canonicalise(value, f"{path}.{skey}")
+            out[skey] = canonicalise(value, f"{path}.{skey}", float_dtype=float_dtype)
         return out
     if isinstance(obj, (list, tuple)):
-        return [canonicalise(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+        return [canonicalise(v, f"{path}[{i}]", float_dtype=float_dtype) for i, v in enumerate(obj)]
     if _platform().is_tensor(obj):
         return tensor_leaf(obj)
     raise TypeError(
@@ -231,9 +250,9 @@ def lr_curve(lrs: Sequence[float] | Sequence[Sequence[float]]) -> list:
     return [canonicalise(step, f"lr_curve[{i}]") for i, step in enumerate(lrs)]
 
 
-def losses(values: Sequence[Any]) -> list:
-    """Loss per step: Python floats or 0-d tensors (kept as tensors: their dtype matters)."""
-    return [canonicalise(v, f"losses[{i}]") for i, v in enumerate(values)]
+def losses(values: Sequence[Any], dtype: str = "float64") -> list:
+    """Loss per step: Python floats computed in ``dtype``, or 0-d tensors (kept as tensors)."""
+    return [canonicalise(v, f"losses[{i}]", float_dtype=dtype) for i, v in enumerate(values)]
 
 
 def token_ids(ids: Any) -> Any:
@@ -260,6 +279,19 @@ def batches(items: Sequence[Mapping[str, Any]]) -> list[dict]:
                 f"batches[{i}]: expected a mapping of field name to tensor, got {type(batch).__name__}"
             )
         out.append(canonicalise(batch, f"batches[{i}]"))
+    return out
+
+
+def canonicalise_keys(row: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A mapping with its keys made canonical (strings) and its values untouched."""
+    if not isinstance(row, Mapping):
+        raise TypeError(f"{path}: expected a mapping, got {type(row).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        skey = _key(key, path)
+        if skey in out:
+            raise ValueError(f"{path}: keys {key!r} and {skey!r} collide once converted to strings")
+        out[skey] = value
     return out
 
 
@@ -306,18 +338,24 @@ def checkpoint(state: Mapping[str, Any]) -> dict[str, Any]:
 def metrics(
     records: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     deterministic: Iterable[str] = (),
+    float_dtypes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Metric records: the key set (with value types), plus values for the deterministic keys.
 
     Wall-clock, memory and throughput metrics differ between runs, so only the keys listed in
-    ``deterministic`` (e.g. ``loss``, ``lr``, ``step``) keep their values.
+    ``deterministic`` (e.g. ``loss``, ``lr``, ``step``) keep their values. ``float_dtypes`` names
+    the dtype a key's floats were computed in (``{"loss": "float32"}``); float64 otherwise.
     """
     rows = [records] if isinstance(records, Mapping) else list(records)
     keep = set(deterministic)
+    dtypes = dict(float_dtypes or {})
     keys: dict[str, str] = {}
     values = []
     for i, row in enumerate(rows):
-        tree = canonicalise(row, f"metrics[{i}]")
+        tree = {
+            key: canonicalise(value, f"metrics[{i}].{key}", float_dtype=dtypes.get(key, "float64"))
+            for key, value in canonicalise_keys(row, f"metrics[{i}]").items()
+        }
         for key, value in tree.items():
             keys.setdefault(key, _leaf_type(value))
         values.append({k: v for k, v in tree.items() if k in keep})
@@ -346,9 +384,17 @@ def from_json(obj: Any, path: str = "$") -> Any:
         mark = obj.get(MARK)
         if mark == "float":
             _expect_fields(obj, ("hex", "repr"), path)
-            return FloatLeaf(hex=obj["hex"], repr=obj["repr"])
+            dtype = obj.get("dtype", "float64")
+            if dtype not in FLOAT_WIDTH:
+                raise ValueError(
+                    f"{path}: float leaf has dtype {dtype!r}; expected one of {sorted(FLOAT_WIDTH)}"
+                )
+            if not isinstance(obj["hex"], str) or not _valid_hex(obj["hex"]):
+                raise ValueError(f"{path}: float leaf hex {obj['hex']!r} is not a float.hex() string")
+            return FloatLeaf(hex=obj["hex"], repr=str(obj["repr"]), dtype=dtype)
         if mark == "tensor":
             _expect_fields(obj, ("dtype", "shape", "sha256"), path)
+            _check_tensor_json(obj, path)
             return TensorLeaf(
                 dtype=obj["dtype"],
                 shape=tuple(obj["shape"]),
@@ -364,6 +410,39 @@ def from_json(obj: Any, path: str = "$") -> Any:
     if isinstance(obj, float):
         raise ValueError(f"{path}: a bare JSON float {obj!r}; canonical floats are hex leaves")
     return obj
+
+
+def _valid_hex(text: str) -> bool:
+    if text.startswith("nan(0x") and text.endswith(")"):
+        return all(c in "0123456789abcdef" for c in text[6:-1])
+    try:
+        float.fromhex(text)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def _check_tensor_json(obj: Mapping[str, Any], path: str) -> None:
+    """A tensor leaf read from disk must be well formed before the comparator trusts it."""
+    if obj["dtype"] not in _INT_VIEW_DTYPE:
+        raise ValueError(
+            f"{path}: tensor leaf has dtype {obj['dtype']!r}; expected one of {sorted(_INT_VIEW_DTYPE)}"
+        )
+    shape = obj["shape"]
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise ValueError(f"{path}: tensor leaf shape {shape!r} is not a list of non-negative ints")
+    digest = obj["sha256"]
+    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"{path}: tensor leaf sha256 {digest!r} is not 64 lower-case hex digits")
+    values = obj.get("values")
+    if values is not None and (
+        not isinstance(values, list)
+        or len(values) != math.prod(shape)
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    ):
+        raise ValueError(f"{path}: tensor leaf values must be {math.prod(shape)} ints (its shape is {shape})")
 
 
 def _expect_fields(obj: Mapping[str, Any], names: Sequence[str], path: str) -> None:

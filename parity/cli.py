@@ -4,7 +4,11 @@
 - ``run``    check the selected cases: progress bar, summary table (case x backend -> pass / FAIL /
              skipped, time), each failure's report; unused goldens fail the run; exit 1 on any failure;
 - ``update`` regenerate the selected tier B goldens, serially, printing a unified diff per change;
-- ``report`` pretty-print the JSON reports under ``parity/reports/``.
+- ``report`` pretty-print the JSON reports under ``parity/reports/``;
+- ``env``    print the CPU profile and the environment fingerprint goldens are keyed and checked by.
+
+``--cpu-profile {portable,native}`` (or ``PARITY_CPU_PROFILE``; default portable) pins the CPU
+numerics before the framework loads (``parity.numerics``).
 
 ``--cases`` names the registry (``module[:ATTR]`` or ``file.py[:ATTR]``; default: the suites in
 ``parity/suites``), ``-k`` selects by id like pytest's ``-k``, ``--id`` by exact id.
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -26,7 +31,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from parity import golden
+from parity import golden, numerics
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
 from parity.report import load_reports
@@ -65,39 +70,115 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--golden-dir", type=Path, default=golden.DEFAULT_ROOT, help="golden root directory")
 
+    def profile(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--cpu-profile",
+            choices=numerics.PROFILES,
+            default=None,
+            help=f"CPU numerics profile (default: ${numerics.PROFILE_ENV}, else {numerics.DEFAULT_PROFILE})",
+        )
+
     p_list = sub.add_parser("list", help="list the registered cases")
     selection(p_list)
+    profile(p_list)
     p_run = sub.add_parser("run", help="check the selected cases")
     selection(p_run)
+    profile(p_run)
     p_run.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where JSON reports go")
     p_run.add_argument("--hypothesis-blob", default=None, help="replay one example of a hypothesis case")
     p_update = sub.add_parser("update", help="regenerate tier B goldens (serially) and show their diffs")
     selection(p_update)
+    profile(p_update)
     p_update.add_argument("--prune-unused", action="store_true", help="delete golden files no case uses")
     p_report = sub.add_parser("report", help="pretty-print the JSON reports")
     p_report.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR)
     p_report.add_argument("-k", dest="keyword", default=None, help="select reports by case id expression")
+    p_env = sub.add_parser("env", help="print the CPU profile and environment fingerprint")
+    profile(p_env)
+    p_env.add_argument("--backend", default=None, choices=SUPPORTED_BACKENDS, help="framework to describe")
+    p_env.add_argument("--json", action="store_true", help="print the fingerprint as JSON")
     return parser
 
 
-def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Console | None = None, *, reexec: bool = False) -> int:
+    """Run the CLI; ``reexec`` lets it restart itself when the CPU profile needs a fresh process."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     # Logs (CI, nox) are not terminals: give the tables room so case ids stay on one line.
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     if args.command == "report":
         return _report(args, console)
-    if len(args.backends) == 1:
+    backends = args.backends if args.command != "env" else [args.backend] if args.backend else []
+    if len(backends) == 1:
         # Pick the platform before anything loads it (unset, the platform layer tries mindspore first).
         from hyper_parallel.platform import PLATFORM_ENV
 
-        os.environ.setdefault(PLATFORM_ENV, args.backends[0])
+        os.environ.setdefault(PLATFORM_ENV, backends[0])
+    try:
+        profile = numerics.resolve(args.cpu_profile)
+        if reexec and numerics.needs_reexec(profile):
+            # The framework was loaded before the profile: only a fresh process pins MKL and oneDNN.
+            os.environ[numerics.PROFILE_ENV] = profile
+            os.execv(sys.executable, [sys.executable, "-m", "parity", *argv])
+        numerics.apply(profile)  # before the registry imports the framework
+    except numerics.ProfileError as exc:
+        console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        return 2
+    if args.command == "env":
+        return _env(args, console)
     try:
         registry = load_registry(args.cases)
         cases = registry.select(args.keyword, args.ids)
     except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
+    if not cases and (args.keyword or args.ids):
+        asked = " and ".join(
+            part for part in (f"-k {args.keyword!r}" if args.keyword else "", _ids_text(args.ids)) if part
+        )
+        console.print(
+            f"[bold red]error:[/] no case matches {asked} ({len(registry)} cases registered; "
+            "`python -m parity list` shows them)",
+            highlight=False,
+        )
+        return 2
     return {"list": _list, "run": _run, "update": _update}[args.command](args, console, registry, cases)
+
+
+def _ids_text(ids: list[str]) -> str:
+    return " ".join(f"--id {i!r}" for i in ids)
+
+
+def _env(args: argparse.Namespace, console: Console) -> int:
+    """The effective CPU profile and fingerprint: what goldens are keyed by and checked against."""
+    from parity.env import (
+        REQUIRED_FINGERPRINT_FIELDS,
+        ensure_deterministic,
+        fingerprint,
+        get_platform,
+        platform_key,
+    )
+
+    platform = get_platform()
+    ensure_deterministic(platform)  # as every check does: the fingerprint a run would record
+    backend = platform.name
+    printed = fingerprint(backend, platform)
+    if args.json:
+        console.print_json(json.dumps(printed, sort_keys=True))
+        return 0
+    must = {*REQUIRED_FINGERPRINT_FIELDS, backend}
+    table = Table(title=f"parity environment (golden key {platform_key(platform)})")
+    for column in ("field", "value", "must match"):
+        table.add_column(column, overflow="fold")
+    for name, value in sorted(printed.items()):
+        text = json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+        table.add_row(name, text, "yes" if name in must else "")
+    console.print(table)
+    pinned = "nothing"
+    if printed["cpu_profile"] == "portable":
+        pinned = ", ".join(f"{k.env}={k.value}" for k in numerics.knobs())
+    console.print(f"cpu profile {printed['cpu_profile']}: pins {pinned}", highlight=False)
+    return 0
 
 
 def _jobs(

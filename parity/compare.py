@@ -54,6 +54,7 @@ class Difference:
     max_ulp: int | None = None
     expected: str | None = None  # first differing expected value, hex for floats
     actual: str | None = None
+    hash_only: bool = False  # a tensor known by its hash alone: ``count`` elements are unknown
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -147,7 +148,7 @@ def _walk(e: Any, a: Any, parts: tuple[str | int, ...], out: list[Difference]) -
                 )
             )
     elif te == "float":
-        if e.hex != a.hex:
+        if e.hex != a.hex or e.dtype != a.dtype:
             out.append(_float_difference(e, a, path))
     elif te == "tensor":
         out.extend(_tensor_differences(e, a, path))
@@ -169,14 +170,24 @@ def _walk(e: Any, a: Any, parts: tuple[str | int, ...], out: list[Difference]) -
 def _float_difference(e: FloatLeaf, a: FloatLeaf, path: str) -> Difference:
     ev, av = e.value, a.value
     nan = ev != ev or av != av
+    if e.dtype != a.dtype:
+        return Difference(
+            LAYOUT,
+            "dtype",
+            path,
+            f"float dtype changed: expected {e.dtype} {e.repr}, got {a.dtype} {a.repr}",
+            expected=e.dtype,
+            actual=a.dtype,
+        )
+    dtype = f" ({e.dtype})" if e.dtype != "float64" else ""
     return Difference(
         VALUES,
         "value",
         path,
-        f"float changed: expected {e.repr} ({e.hex}), got {a.repr} ({a.hex})",
+        f"float{dtype} changed: expected {e.repr} ({e.hex}), got {a.repr} ({a.hex})",
         nan_count=int(nan),
         max_abs_diff=None if nan else abs(ev - av),
-        max_ulp=ulp_distance_floats(ev, av),
+        max_ulp=ulp_distance_floats(ev, av, e.dtype),
         expected=e.hex,
         actual=a.hex,
     )
@@ -216,8 +227,9 @@ def _tensor_differences(e: TensorLeaf, a: TensorLeaf, path: str) -> list[Differe
                 "bits",
                 path,
                 f"sha256 differs ({e.sha256[:12]}... vs {a.sha256[:12]}...); the golden keeps only the hash of "
-                f"tensors above the inline size, so the first differing element is not known",
+                f"tensors above the inline size, so which elements differ is not known",
                 count=0,
+                hash_only=True,
                 expected=e.sha256,
                 actual=a.sha256,
             )

@@ -26,14 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from parity import canonical, golden
+from parity import canonical, golden, numerics
 from parity.cases import Case, Registry
 from parity.compare import Difference, compare
 from parity.env import (
     backend_skip_reason,
     ensure_deterministic,
     fingerprint,
+    fingerprint_mismatches,
     get_platform,
+    informational_mismatches,
     platform_key,
     seed_all,
 )
@@ -53,9 +55,13 @@ _BLOB_RE = re.compile(r"reproduce_failure\('([^']+)', b'([^']+)'\)")
 
 
 class Commands(Protocol):
-    """Builds the one-line commands printed in reports (they depend on the driver: CLI or pytest)."""
+    """Builds the one-line commands printed in reports (they depend on the driver: CLI or pytest).
 
-    def run(self, case: Case, backend: str, blob: str | None = None) -> str: ...
+    Every command names the CPU profile (this run's unless ``profile`` is given): a command run
+    under another profile would reproduce nothing.
+    """
+
+    def run(self, case: Case, backend: str, blob: str | None = None, profile: str | None = None) -> str: ...
 
     def update(self, case: Case, backend: str) -> str: ...
 
@@ -65,16 +71,17 @@ class CliCommands:
     source: str | None
     golden_root: Path | None = None
 
-    def _base(self, verb: str, case: Case, backend: str) -> list[str]:
+    def _base(self, verb: str, case: Case, backend: str, profile: str | None = None) -> list[str]:
         parts = ["PYTHONHASHSEED=0", "python", "-m", "parity", verb]
+        parts += ["--cpu-profile", profile or numerics.active_profile()]
         if self.source:
             parts += ["--cases", shlex.quote(self.source)]
         if self.golden_root is not None and Path(self.golden_root).resolve() != golden.DEFAULT_ROOT:
             parts += ["--golden-dir", shlex.quote(str(self.golden_root))]
         return [*parts, "--backend", backend, "--id", shlex.quote(case.id)]
 
-    def run(self, case: Case, backend: str, blob: str | None = None) -> str:
-        parts = self._base("run", case, backend)
+    def run(self, case: Case, backend: str, blob: str | None = None, profile: str | None = None) -> str:
+        parts = self._base("run", case, backend, profile)
         if blob:
             parts += ["--hypothesis-blob", shlex.quote(blob)]
         return " ".join(parts)
@@ -87,11 +94,15 @@ class CliCommands:
 class PytestCommands:
     nodeid: str
 
-    def _base(self) -> str:
-        return f"PYTHONHASHSEED=0 python -m pytest {shlex.quote(self.nodeid)} -n 0 -p no:cacheprovider"
+    def _base(self, profile: str | None = None) -> str:
+        profile = profile or numerics.active_profile()
+        return (
+            f"PYTHONHASHSEED=0 {numerics.PROFILE_ENV}={profile} python -m pytest {shlex.quote(self.nodeid)} "
+            "-n 0 -p no:cacheprovider"
+        )
 
-    def run(self, case: Case, backend: str, blob: str | None = None) -> str:
-        return self._base() + (f" --parity-hypothesis-blob {shlex.quote(blob)}" if blob else "")
+    def run(self, case: Case, backend: str, blob: str | None = None, profile: str | None = None) -> str:
+        return self._base(profile) + (f" --parity-hypothesis-blob {shlex.quote(blob)}" if blob else "")
 
     def update(self, case: Case, backend: str) -> str:
         return self._base() + " --snapshot-update"
@@ -145,6 +156,7 @@ class Engine:
     # ------------------------------------------------------------------ public
     def platform(self) -> Any:
         if self._platform is None:
+            numerics.apply()  # pins the CPU profile (PARITY_CPU_PROFILE, default portable); idempotent
             self._platform = get_platform()
         return self._platform
 
@@ -282,31 +294,62 @@ class Engine:
     def _check_golden(self, case: Case, backend: str) -> Outcome:
         path, actual_tree, text = self._produce_golden_tree(case, backend)
         key = self.platform_key()
+        regenerate = self.commands.update(case, backend)
+        current = fingerprint(backend, self.platform())
+        checked, missing = path, None
         try:
-            stored = golden.load(path, self.commands.update(case, backend))
-            golden.check_fingerprint(
-                stored, fingerprint(backend, self.platform()), path, self.commands.update(case, backend)
-            )
-            expected_case = canonical.from_json(stored["case"], f"{path}:case")
-            expected = canonical.from_json(stored["artifacts"], f"{path}:artifacts")
+            stored = golden.load(path, regenerate)
+        except golden.GoldenMissingError as exc:
+            # Goldens of another environment (CPU capability, device) explain the absence.
+            stored = None
+            for sibling in golden.find_siblings(self.golden_root, backend, case.id, key):
+                try:
+                    stored, checked = golden.load(sibling, regenerate), sibling
+                    break
+                except golden.GoldenError:
+                    continue
+            if stored is None:
+                return self._golden_error(case, backend, path, text, str(exc))
+            missing = f"no golden for this environment ({path}); compared with {checked} instead"
         except golden.GoldenError as exc:
-            outcome = self._outcome(case, backend, [], error=str(exc))
-            outcome.golden_path, outcome.document = path, text
-            return outcome
+            return self._golden_error(case, backend, path, text, str(exc))
+        try:
+            expected_case = canonical.from_json(stored["case"], f"{checked}:case")
+            expected = canonical.from_json(stored["artifacts"], f"{checked}:artifacts")
         except ValueError as exc:  # a leaf in the golden does not parse
-            err = golden.GoldenCorruptError(path, f"corrupt golden {path}: {exc}")
-            outcome = self._outcome(case, backend, [], error=str(err))
-            outcome.golden_path, outcome.document = path, text
-            return outcome
+            err = golden.GoldenCorruptError(checked, f"corrupt golden {checked}: {exc}")
+            return self._golden_error(case, backend, path, text, str(err))
+        environment = None
+        mismatches = fingerprint_mismatches(stored["fingerprint"], current)
+        if mismatches or missing:
+            recorded_profile = stored["fingerprint"].get("cpu_profile")
+            rerun = None
+            if recorded_profile in numerics.PROFILES and recorded_profile != current.get("cpu_profile"):
+                rerun = self.commands.run(case, backend, profile=recorded_profile)
+            environment = golden.environment_line(
+                checked,
+                mismatches or [("platform", checked.parent.name, key)],
+                informational_mismatches(stored["fingerprint"], current),
+                rerun,
+                regenerate,
+            )
         actual_case = canonical.from_json(golden.case_block(case))
         differences = compare(expected_case, actual_case, root="case") + compare(
             expected, actual_tree, root=case.kind
         )
         differences.sort(key=lambda d: d.phase)
-        outcome = self._outcome(case, backend, differences)
+        error = missing
+        if environment and not differences:
+            error = (missing + "; " if missing else "") + "the artifacts equal the golden bit for bit"
+        outcome = self._outcome(case, backend, differences, error=error, environment=environment)
         outcome.golden_path, outcome.document, outcome.platform = path, text, key
         if outcome.report is not None:
-            outcome.report.golden_path = str(path)
+            outcome.report.golden_path = str(checked)
+        return outcome
+
+    def _golden_error(self, case: Case, backend: str, path: Path, text: str, message: str) -> Outcome:
+        outcome = self._outcome(case, backend, [], error=message)
+        outcome.golden_path, outcome.document = path, text
         return outcome
 
     # ------------------------------------------------------------------ helpers
@@ -323,9 +366,10 @@ class Engine:
         *,
         error: str | None = None,
         hypothesis: dict | None = None,
+        environment: str | None = None,
     ) -> Outcome:
         key = self.platform_key()
-        if not differences and error is None:
+        if not differences and error is None and environment is None:
             return Outcome(case, backend, key, "pass")
         blob = (hypothesis or {}).get("blob") or None
         report = ParityReport(
@@ -338,6 +382,7 @@ class Engine:
             differences=differences,
             error=error,
             hypothesis=hypothesis,
+            environment=environment,
         )
         return Outcome(case, backend, key, "fail", message=report.to_text(), report=report)
 

@@ -1,7 +1,11 @@
 """What the harness needs to know about the running environment, reached through the platform.
 
-- ``platform_key``: the device part of golden paths (``cpu``, ``cuda-h200``, ``npu-ascend910b``);
-- ``fingerprint``: versions and determinism flags recorded in every golden;
+- ``platform_key``: the device part of golden paths: ``cpu-<arch>-<ATen capability>`` on CPU
+  (``cpu-x86_64-avx2``), ``<device type>-<device name>`` on accelerators (``cuda-h200``,
+  ``npu-ascend910b``), so goldens of different hardware live side by side;
+- ``fingerprint``: what decides the bits (arch, effective CPU capability, CPU profile, BLAS,
+  threads, framework version, determinism settings), recorded in every golden;
+- ``fingerprint_mismatches``: the must-match fields in which a golden and a run differ;
 - ``seed_all``: the identical reseed done before each side of a case;
 - ``backend_skip_reason``: why a backend cannot run in this process, if it cannot.
 """
@@ -10,12 +14,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import platform as pyplatform
 import random
 import re
 from typing import Any
 
 import numpy as np
+
+from parity import numerics
 
 __all__ = [
     "get_platform",
@@ -24,12 +31,24 @@ __all__ = [
     "seed_all",
     "backend_skip_reason",
     "ensure_deterministic",
+    "fingerprint_mismatches",
+    "informational_mismatches",
     "REQUIRED_FINGERPRINT_FIELDS",
 ]
 
 # Fingerprint fields a golden must share with the run that checks it (see parity.golden). The
-# framework version is added under the backend's own name ("torch": "2.13.0+cpu").
-REQUIRED_FINGERPRINT_FIELDS = ("backend", "platform", "deterministic")
+# framework version is added under the backend's own name ("torch": "2.13.0+cpu"). The others
+# (python, numpy, BLAS, threads, CPU vendor, ...) are recorded to explain a difference.
+REQUIRED_FINGERPRINT_FIELDS = (
+    "backend",
+    "platform",
+    "arch",
+    "cpu_capability",
+    "cpu_profile",
+    "deterministic",
+)
+# Environment variables that the CPU profile sets; their values are recorded as they were.
+_CPU_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS")
 
 
 def get_platform():
@@ -38,16 +57,20 @@ def get_platform():
     return _get()
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+def _slug(text: str, keep: str = "") -> str:
+    return re.sub(rf"[^a-z0-9{re.escape(keep)}]+", "-", text.lower()).strip("-")
+
+
+def cpu_key(arch: str, capability: str) -> str:
+    return f"cpu-{_slug(arch, keep='_')}-{_slug(capability)}"
 
 
 def platform_key(platform: Any | None = None) -> str:
-    """``cpu`` on CPU-only nodes, else ``<device type>-<device name>`` (``cuda-h200``)."""
+    """``cpu-<arch>-<capability>`` on CPU-only nodes, else ``<device type>-<device name>`` (``cuda-h200``)."""
     platform = platform or get_platform()
     device_type = platform.device_type()
     if device_type == "cpu":
-        return "cpu"
+        return cpu_key(numerics.machine_arch(), platform.cpu_capability())
     try:
         name = platform.get_device_handle(device_type).get_device_name(0)
     except Exception:  # noqa: BLE001 - a handle without names still gets a usable key
@@ -64,21 +87,59 @@ def framework_version(backend: str) -> str:
         return "unknown"
 
 
+def cpu_vendor() -> str:
+    """``GenuineIntel`` / ``AuthenticAMD`` / ... (MKL picks its code paths by vendor)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(("vendor_id", "CPU implementer")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return pyplatform.processor() or "unknown"
+
+
 def fingerprint(backend: str, platform: Any | None = None) -> dict[str, Any]:
-    """Versions and determinism flags of this run; recorded in goldens and checked against them."""
+    """What decides the bits of this run; recorded in goldens and checked against them."""
     platform = platform or get_platform()
+    libraries = platform.cpu_libraries()
     return {
+        "arch": numerics.machine_arch(),
         "backend": backend,
         backend: framework_version(backend),
+        "blas": libraries.get("blas", "unknown"),
+        "cpu_capability": platform.cpu_capability(),
+        "cpu_env": {name: os.environ.get(name, "unset") for name in _CPU_ENV},
+        "cpu_profile": numerics.active_profile(),
+        "cpu_vendor": cpu_vendor(),
         "deterministic": bool(platform.is_deterministic()),
+        "determinism": platform.determinism_settings(),
         "numpy": np.__version__,
+        "onednn": libraries.get("onednn", "unknown"),
         "platform": platform_key(platform),
         "python": pyplatform.python_version(),
+        "threads": int(platform.num_threads()),
     }
 
 
 def required_fields(backend: str) -> tuple[str, ...]:
     return (*REQUIRED_FINGERPRINT_FIELDS, backend)
+
+
+def fingerprint_mismatches(recorded: dict[str, Any], current: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(field, golden value, run value)`` for every must-match field that differs."""
+    return [
+        (name, recorded.get(name), current.get(name))
+        for name in required_fields(current["backend"])
+        if recorded.get(name) != current.get(name)
+    ]
+
+
+def informational_mismatches(recorded: dict[str, Any], current: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Recorded fields that differ but do not fail a check by themselves (threads, BLAS, ...)."""
+    required = set(required_fields(current["backend"]))
+    names = sorted((recorded.keys() | current.keys()) - required)
+    return [(n, recorded.get(n), current.get(n)) for n in names if recorded.get(n) != current.get(n)]
 
 
 def seed_all(seed: int, platform: Any | None = None) -> None:

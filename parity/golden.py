@@ -1,17 +1,24 @@
-"""The golden store: ``<root>/<backend>/<platform>/<case_id>.json``, one canonical JSON per case.
+"""The golden store: ``<root>/<backend>/<platform key>/<case_id>.json``, one canonical JSON per case.
 
 A golden document is ``{"schema_version", "case", "fingerprint", "artifacts"}`` written as canonical
 JSON (sorted keys, indent 2, trailing newline) through a temp file in the same directory and
 ``os.replace``, so regenerating an unchanged case rewrites identical bytes and a crash never
 leaves half a file.
 
-Fingerprint policy. Fields that **must match** the checking run, else the check fails with the
-command that regenerates the golden: ``backend``, ``platform`` (device key, e.g. ``cpu``,
-``cuda-h200``), the framework version (``torch``, exact, local suffix included: another build may
-round differently) and ``deterministic`` (goldens are made and checked with deterministic
-algorithms on). Recorded but **informational**: ``python`` and ``numpy`` (the harness only uses
-numpy for integer views and Python float formatting is exact); the artifact comparison catches
-any numerical effect they have.
+Fingerprint policy (``parity.env``). Fields that **must match** the checking run, else the check
+fails and its report *leads* with one line naming each differing field and both values, and the
+two ways out (rerun under the golden's CPU profile, or regenerate for this environment):
+``backend``, ``platform`` (device key, e.g. ``cpu-x86_64-avx2``, ``cuda-h200``), ``arch``,
+``cpu_capability`` (read back from the framework), ``cpu_profile`` (``parity.numerics``), the
+framework version (``torch``, exact, local suffix included: another build may round
+differently) and ``deterministic``. The artifacts are still compared, so the report shows how far
+the bits moved. Recorded but **informational**: BLAS and oneDNN builds, threads, CPU vendor, the
+CPU environment variables, python and numpy; the artifact comparison catches any numerical
+effect they have, and the environment line names them when they differ too.
+
+A golden missing under this run's key while the same case has goldens under other keys (another
+CPU capability, another device) is compared against the first of those, so the report says
+*why* it has no golden here before it shows any bit.
 
 Failures name the file: a missing golden says how to create it; a corrupt one (not JSON, wrong
 shape, unknown schema) is reported and never replaced, not even by an update: inspect it and
@@ -25,7 +32,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parity.env import required_fields
 from parity.fileio import TMP_SUFFIX, canonical_json, write_text_atomic
 
 if TYPE_CHECKING:
@@ -43,7 +49,8 @@ __all__ = [
     "dumps",
     "parse",
     "load",
-    "check_fingerprint",
+    "environment_line",
+    "find_siblings",
     "write",
     "find_unused",
     "unified_diff",
@@ -147,26 +154,41 @@ def load(path: Path, create_command: str) -> dict[str, Any]:
     return parse(text, path)
 
 
-def check_fingerprint(
-    stored: dict[str, Any], current: dict[str, Any], path: Path, regenerate_command: str
-) -> None:
-    """Fail when a must-match fingerprint field differs (see the module docstring)."""
-    recorded = stored["fingerprint"]
-    backend = current["backend"]
-    problems = [
-        f"{name}: golden has {recorded.get(name)!r}, this run has {current.get(name)!r}"
-        for name in required_fields(backend)
-        if recorded.get(name) != current.get(name)
-    ]
-    if not current.get("deterministic"):
-        problems.append("deterministic algorithms are off in this run; goldens are only checked with them on")
-    if problems:
-        raise GoldenFingerprintError(
-            path,
-            f"golden {path} was recorded in a different environment:\n    "
-            + "\n    ".join(problems)
-            + f"\n  if the change is intended, regenerate it with:\n    {regenerate_command}",
-        )
+def environment_line(
+    golden_file: Path,
+    mismatches: list[tuple[str, Any, Any]],
+    informational: list[tuple[str, Any, Any]],
+    rerun_command: str | None,
+    regenerate_command: str,
+) -> str:
+    """The one line a report leads with when the golden was recorded in another environment.
+
+    It names every must-match field with both values, then the two ways out: rerun under the
+    golden's CPU profile (when the profile is what differs), or regenerate for this run's key.
+    """
+    fields = "; ".join(f"{name}: golden {old!r}, this run {new!r}" for name, old, new in mismatches)
+    also = ""
+    if informational:
+        also = " (also differs: " + "; ".join(_informational(n, o, v) for n, o, v in informational) + ")"
+    ways = f"regenerate for this environment: {regenerate_command}"
+    if rerun_command:
+        ways = f"rerun under the golden's profile: {rerun_command}; or {ways}"
+    return f"ENVIRONMENT DIFFERS from golden {golden_file}: {fields}{also}. Either {ways}"
+
+
+def _informational(name: str, old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):  # only the entries that differ
+        keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        return "; ".join(f"{name}.{k} {old.get(k)!r} vs {new.get(k)!r}" for k in keys)
+    return f"{name} {old!r} vs {new!r}"
+
+
+def find_siblings(root: Path, backend: str, case_id: str, platform: str) -> list[Path]:
+    """Goldens of the same case and backend recorded under other platform keys (sorted)."""
+    base = Path(root) / backend
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.glob(f"*/{case_id}.json") if p.parent.name != platform and p.is_file())
 
 
 def write(path: Path, text: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from parity import golden
+from parity import golden, numerics
 from parity.cases import Case, Registry
 from parity.engine import DEFAULT_REPORT_DIR, Engine, PytestCommands
 from parity.env import backend_skip_reason
@@ -29,6 +29,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "refuse_parallel_update",
+    "apply_cpu_profile",
     "case_params",
     "run_case",
     "assert_no_unused_goldens",
@@ -42,10 +43,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="replay one hypothesis example of a tier A parity case (the blob from its report)",
     )
+    group.addoption(
+        "--cpu-profile",
+        choices=numerics.PROFILES,
+        default=None,
+        help=f"CPU numerics profile (default: ${numerics.PROFILE_ENV}, else {numerics.DEFAULT_PROFILE})",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     refuse_parallel_update(config)
+    apply_cpu_profile(config)
+
+
+def apply_cpu_profile(config: pytest.Config) -> None:
+    """Pin the CPU profile before any test module imports the framework (xdist workers do it too).
+
+    The profile lands in ``os.environ``, so subprocesses started by tests (torchrun workers
+    included) run under it as well.
+    """
+    try:
+        numerics.apply(config.getoption("cpu_profile", default=None))
+    except numerics.ProfileError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def refuse_parallel_update(config: pytest.Config) -> None:

@@ -36,6 +36,8 @@ class ParityReport:
     error: str | None = None  # a failure that is not a comparison (missing/corrupt golden, ...)
     golden_path: str | None = None
     hypothesis: dict[str, str] | None = None  # version, blob, falsifying example
+    # The golden was recorded in another environment: one line naming the fields (parity.golden).
+    environment: str | None = None
 
     @property
     def first(self) -> Difference | None:
@@ -43,7 +45,19 @@ class ParityReport:
 
     @property
     def mismatch_count(self) -> int:
-        return sum(d.count for d in self.differences)
+        """Differing elements (values, list items, tensor elements) whose count is known."""
+        return sum(d.count for d in self.differences if not d.hash_only)
+
+    @property
+    def hash_only_tensors(self) -> int:
+        """Tensors known only by their hash (above the inline size) whose hashes differ."""
+        return sum(d.hash_only for d in self.differences)
+
+    def mismatch_text(self) -> str:
+        text = f"{self.mismatch_count} element(s)"
+        if self.hash_only_tensors:
+            text += f" + {self.hash_only_tensors} tensor(s) differing by hash (their elements are unknown)"
+        return text
 
     @property
     def max_abs_diff(self) -> float | None:
@@ -64,6 +78,7 @@ class ParityReport:
             "expected": first.expected if first else None,
             "actual": first.actual if first else None,
             "mismatch_count": self.mismatch_count,
+            "hash_only_tensors": self.hash_only_tensors,
             "max_abs_diff": None if self.max_abs_diff is None else repr(self.max_abs_diff),
             "max_ulp": self.max_ulp,
         }
@@ -75,6 +90,7 @@ class ParityReport:
             "tier": self.tier,
             "backend": self.backend,
             "platform": self.platform,
+            "environment": self.environment,
             "error": self.error,
             "golden_path": self.golden_path,
             "summary": self.summary(),
@@ -86,7 +102,8 @@ class ParityReport:
 
     def to_text(self) -> str:
         sides = "legacy vs new" if self.tier == "A" else "golden vs produced"
-        lines = [
+        lines = [self.environment] if self.environment else []
+        lines += [
             f"PARITY FAIL  case={self.case_id}  backend={self.backend}  platform={self.platform}  "
             f"tier={self.tier} ({sides})"
         ]
@@ -104,7 +121,7 @@ class ParityReport:
             max_abs = "n/a" if self.max_abs_diff is None else repr(self.max_abs_diff)
             max_ulp = "n/a" if self.max_ulp is None else str(self.max_ulp)
             lines.append(
-                f"  mismatches: {self.mismatch_count}   max |diff|: {max_abs}   max ULP: {max_ulp}"
+                f"  mismatches: {self.mismatch_text()}   max |diff|: {max_abs}   max ULP: {max_ulp}"
                 "   (ULP(+0.0, -0.0) = 0: equal numbers, different bits)"
             )
             lines.append(f"  differences ({len(self.differences)}):")

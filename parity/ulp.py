@@ -22,6 +22,7 @@ import numpy as np
 # reads the same bits (bfloat16 has none: it is widened to float32 by a 16-bit shift).
 FLOAT_WIDTH = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _NUMPY_FLOAT = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_INT_OF = {"float16": np.int16, "float32": np.int32}
 
 
 def is_float_dtype(dtype: str) -> bool:
@@ -64,12 +65,34 @@ def float_bits(x: float) -> int:
     return struct.unpack("<q", struct.pack("<d", x))[0]
 
 
-def ulp_distance_floats(a: float, b: float) -> int | None:
-    """ULP distance between two Python floats (float64); ``None`` when either is NaN."""
+def ulp_distance_floats(a: float, b: float, dtype: str = "float64") -> int | None:
+    """ULP distance between two Python floats, counted in ``dtype`` (the dtype they were produced in).
+
+    A float32 loss that moved by one float32 step is 1 ULP, not the 2**29 float64 steps between the
+    same two values. ``None`` when either is NaN.
+    """
     if a != a or b != b:
         return None
+    if dtype in _NUMPY_FLOAT and dtype != "float64":
+        bits = np.array([a, b], dtype=np.float64).astype(_NUMPY_FLOAT[dtype]).view(_INT_OF[dtype])
+        return int(ulp_distance_bits(bits[:1], bits[1:], dtype)[0])
+    if dtype == "bfloat16":
+        bits = (np.array([a, b], dtype=np.float32).view(np.int32) >> 16).astype(np.int16)
+        return int(ulp_distance_bits(bits[:1], bits[1:], dtype)[0])
     keys = ordered_keys(np.array([float_bits(a), float_bits(b)], dtype=np.int64), 8)
     return int(ulp_distance_keys(keys[:1], keys[1:])[0])
+
+
+def representable(value: float, dtype: str) -> bool:
+    """Whether the Python float ``value`` is exactly a ``dtype`` value (NaN and inf are)."""
+    if value != value or dtype == "float64":
+        return True
+    if dtype == "bfloat16":
+        return (int(np.array([value], dtype=np.float32).view(np.int32)[0]) & 0xFFFF) == 0 and float(
+            np.float32(value)
+        ) == value
+    with np.errstate(over="ignore"):
+        return float(_NUMPY_FLOAT[dtype](value)) == value
 
 
 def bits_hex(value: int, width: int) -> str:

@@ -20,6 +20,9 @@ from parity.legacy_driver import legacy_args
 from parity.suites.legacy_trainer import _read_checkpoint, _Recorder
 
 _DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
+# Grad norms are read with .item() from a float32 tensor: their ULPs count in float32 (the
+# logged loss is a float64 token mean of per-micro-batch sums).
+_FLOAT32_METRICS = {"grad_norm": "float32"}
 
 
 def _hf_export(root: Path) -> dict[str, Any] | None:
@@ -42,9 +45,11 @@ def _artifacts(trainer_model, optimizer_groups, losses, grad_norms, lrs, records
     out: dict[str, Any] = {
         "param_groups": canonical.param_groups(optimizer_groups, trainer_model.named_parameters()),
         "losses": canonical.losses(losses),
-        "grad_norms": canonical.losses(grad_norms),
+        "grad_norms": canonical.losses(grad_norms, dtype="float32"),
         "lr_curve": canonical.lr_curve(lrs),
-        "metrics": canonical.metrics(records, deterministic=_DETERMINISTIC_METRICS),
+        "metrics": canonical.metrics(
+            records, deterministic=_DETERMINISTIC_METRICS, float_dtypes=_FLOAT32_METRICS
+        ),
     }
     if ckpt_root.exists() and any(ckpt_root.glob("step_*")):
         out["checkpoint"] = canonical.checkpoint(_read_checkpoint(ckpt_root))

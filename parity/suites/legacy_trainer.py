@@ -95,11 +95,20 @@ def _debug_run() -> dict[str, Any]:
 
 def recipe_curve() -> dict[str, Any]:
     run = _debug_run()
-    return {"losses": canonical.losses(run["losses"]), "grad_norms": canonical.losses(run["grad_norms"])}
+    # Grad norms are read with .item() from a float32 tensor: their ULPs count in float32 (the
+    # logged loss is a float64 token mean of per-micro-batch sums).
+    return {
+        "losses": canonical.losses(run["losses"]),
+        "grad_norms": canonical.losses(run["grad_norms"], dtype="float32"),
+    }
 
 
 def recipe_metric_keys() -> dict[str, Any]:
-    return canonical.metrics(_debug_run()["log_history"], deterministic=("step", "loss", "grad_norm", "lr"))
+    return canonical.metrics(
+        _debug_run()["log_history"],
+        deterministic=("step", "loss", "grad_norm", "lr"),
+        float_dtypes={"grad_norm": "float32"},
+    )
 
 
 def param_groups(*, seed: int) -> list[dict]:

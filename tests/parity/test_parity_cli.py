@@ -9,6 +9,10 @@ import pytest
 from rich.console import Console
 
 from parity.cli import main
+from parity.env import platform_key
+
+# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+KEY = platform_key()
 
 CASES = "tests.parity.parity_synthetic:REGISTRY"
 
@@ -28,7 +32,7 @@ def cli(tmp_path):
 def test_list_shows_cases_and_golden_status(cli):
     code, out = cli("list", "--cases", CASES, "--golden-dir", cli.golden)
     assert code == 0
-    assert "lr_curve.long_warmup-steps=12" in out and "A (hypothesis)" in out and "cpu: missing" in out
+    assert "lr_curve.long_warmup-steps=12" in out and "A (hypothesis)" in out and f"{KEY}: missing" in out
 
 
 def test_run_passing_selection_exits_zero_with_a_table(cli):
@@ -56,10 +60,10 @@ def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):
     assert code == 1
     assert "FAIL" in out and "first difference [bits/value]: lr_curve[1]" in out
     assert (
-        "reproduce: PYTHONHASHSEED=0 python -m parity run --cases tests.parity.parity_synthetic:REGISTRY"
+        "reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY"
         in out
     )
-    assert (tmp_path / "reports" / "torch" / "cpu" / "lr_curve.warmup_floor-steps=10.json").exists()
+    assert (tmp_path / "reports" / "torch" / KEY / "lr_curve.warmup_floor-steps=10.json").exists()
     code, shown = cli("report", "--report-dir", cli.reports)
     assert code == 0 and "lr_curve[1]" in shown and "lr_curve.warmup_floor-steps=10" in shown
 
@@ -67,7 +71,7 @@ def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):
 def test_update_prints_diffs_then_run_passes_and_unused_goldens_fail(cli, tmp_path):
     code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
     assert code == 0 and "created" in out and "+++ b/" in out and '"__parity__": "float"' in out
-    golden = tmp_path / "golden" / "torch" / "cpu" / "param_groups.groups.json"
+    golden = tmp_path / "golden" / "torch" / KEY / "param_groups.groups.json"
     doc = json.loads(golden.read_text())
     doc["artifacts"][0]["eps"]["hex"] = (1e-7).hex()
     golden.write_text(json.dumps(doc, sort_keys=True, indent=2) + "\n")

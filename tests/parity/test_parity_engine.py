@@ -9,7 +9,11 @@ from hypothesis import settings
 
 from parity.cases import Registry
 from parity.engine import Engine
+from parity.env import platform_key
 from tests.parity import parity_synthetic as synth
+
+# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+KEY = platform_key()
 
 FAST = settings(max_examples=40, derandomize=True, database=None, deadline=None)
 
@@ -34,16 +38,16 @@ def test_failing_pair_report_text_and_json(engine, tmp_path):
     assert outcome.status == "fail"
     text = outcome.message
     assert text.splitlines()[0].startswith(
-        f"PARITY FAIL  case={case.id}  backend=torch  platform=cpu  tier=A"
+        f"PARITY FAIL  case={case.id}  backend=torch  platform={KEY}  tier=A"
     )
     assert "first difference [bits/value]: lr_curve[1]" in text
     assert f"expected (legacy): {(0.1 / 3).hex()}" in text and f"actual   (new): {(0.1 / 2).hex()}" in text
     reproduce = text.splitlines()[-1]
     assert reproduce == (
-        "  reproduce: PYTHONHASHSEED=0 python -m parity run --cases tests.parity.parity_synthetic:REGISTRY "
+        "  reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY "
         f"--golden-dir {tmp_path / 'golden'} --backend torch --id {case.id}"
     )
-    data = json.loads((tmp_path / "reports" / "torch" / "cpu" / f"{case.id}.json").read_text())
+    data = json.loads((tmp_path / "reports" / "torch" / KEY / f"{case.id}.json").read_text())
     assert data["summary"]["artifact_path"] == "lr_curve[1]"
     assert data["summary"]["mismatch_count"] == 2 and data["summary"]["max_ulp"] > 0
     assert data["summary"]["expected"] == (0.1 / 3).hex()

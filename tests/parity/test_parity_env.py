@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from parity.env import fingerprint, platform_key
+from parity import numerics
+from parity.env import REQUIRED_FINGERPRINT_FIELDS, fingerprint, fingerprint_mismatches, platform_key
 
 
 class _FakeHandle:
@@ -30,16 +31,46 @@ class _FakePlatform:
     def is_deterministic(self):
         return True
 
+    def cpu_capability(self):
+        return "AVX512"
 
-def test_platform_key_records_the_device():
-    assert platform_key(_FakePlatform("cpu")) == "cpu"
+    def cpu_libraries(self):
+        return {"blas": "mkl 2024.2", "onednn": "v3.12.0"}
+
+    def num_threads(self):
+        return 3
+
+    def determinism_settings(self):
+        extra = {"cublas_workspace_config": ":4096:8"} if self._type == "cuda" else {}
+        return {"deterministic_algorithms": True, **extra}
+
+
+def test_platform_key_records_the_device_arch_and_capability():
+    arch = numerics.machine_arch()
+    assert platform_key(_FakePlatform("cpu")) == f"cpu-{arch}-avx512"
     assert platform_key(_FakePlatform("cuda")) == "cuda-h200"
 
 
-def test_fingerprint_fields():
+def test_fingerprint_records_what_decides_the_bits():
     fp = fingerprint("torch", _FakePlatform("cpu"))
-    assert set(fp) == {"backend", "torch", "deterministic", "numpy", "platform", "python"}
+    assert set(fp) == {
+        *("arch", "backend", "blas", "cpu_capability", "cpu_env", "cpu_profile", "cpu_vendor"),
+        *("deterministic", "determinism", "numpy", "onednn", "platform", "python", "threads", "torch"),
+    }
     assert fp["torch"].startswith("2.13.0") and fp["deterministic"] is True
+    assert (fp["cpu_capability"], fp["blas"], fp["threads"]) == ("AVX512", "mkl 2024.2", 3)
+    assert fp["cpu_profile"] == numerics.active_profile() and set(fp["cpu_env"]) >= {"ATEN_CPU_CAPABILITY"}
+    cuda = fingerprint("torch", _FakePlatform("cuda"))
+    assert cuda["determinism"]["cublas_workspace_config"] == ":4096:8"
+
+
+def test_must_match_fields_are_arch_capability_profile_and_version():
+    assert {"arch", "cpu_capability", "cpu_profile", "platform", "backend"} <= set(
+        REQUIRED_FINGERPRINT_FIELDS
+    )
+    fp = fingerprint("torch", _FakePlatform("cpu"))
+    other = {**fp, "cpu_capability": "AVX2", "threads": 1, "python": "3.0"}
+    assert fingerprint_mismatches(other, fp) == [("cpu_capability", "AVX2", "AVX512")]
 
 
 @pytest.fixture

@@ -8,7 +8,11 @@ import pytest
 
 from parity import golden
 from parity.engine import Engine
+from parity.env import platform_key
 from tests.parity import parity_synthetic as synth
+
+# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+KEY = platform_key()
 
 CASE_ID = "checkpoint.tiny-large=true"
 
@@ -35,11 +39,11 @@ def test_missing_golden_fails_with_the_create_command(engine, case, tmp_path):
     assert outcome.status == "fail"
     assert f"missing golden {path}" in outcome.message
     create = (
-        f"PYTHONHASHSEED=0 python -m parity update --cases tests.parity.parity_synthetic:REGISTRY "
+        f"PYTHONHASHSEED=0 python -m parity update --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY "
         f"--golden-dir {tmp_path / 'golden'} --backend torch --id {CASE_ID}"
     )
     assert create in outcome.message
-    report = json.loads((tmp_path / "reports" / "torch" / "cpu" / f"{CASE_ID}.json").read_text())
+    report = json.loads((tmp_path / "reports" / "torch" / KEY / f"{CASE_ID}.json").read_text())
     assert report["error"].startswith("missing golden") and report["case_id"] == CASE_ID
 
 
@@ -47,7 +51,7 @@ def test_golden_is_created_then_regenerated_byte_identical(engine, case, tmp_pat
     created = engine.update(case, "torch")
     path = created.golden_path
     assert created.status == "created" and created.diff.startswith("--- /dev/null")
-    assert path == tmp_path / "golden" / "torch" / "cpu" / f"{CASE_ID}.json"
+    assert path == tmp_path / "golden" / "torch" / KEY / f"{CASE_ID}.json"
     first = path.read_bytes()
     assert first.endswith(b"}\n") and json.loads(first)["schema_version"] == golden.SCHEMA_VERSION
     assert engine.update(case, "torch").status == "unchanged"
@@ -56,7 +60,7 @@ def test_golden_is_created_then_regenerated_byte_identical(engine, case, tmp_pat
     assert path.read_bytes() == first
     assert not list(path.parent.glob("*.tmp"))  # atomic write leaves no temp file
     assert engine.check(case, "torch").status == "pass"
-    assert not (tmp_path / "reports" / "torch" / "cpu" / f"{CASE_ID}.json").exists()
+    assert not (tmp_path / "reports" / "torch" / KEY / f"{CASE_ID}.json").exists()
 
 
 def test_corrupt_golden_is_reported_by_name_and_never_replaced(engine, case):
@@ -72,11 +76,11 @@ def test_corrupt_golden_is_reported_by_name_and_never_replaced(engine, case):
 def test_unused_and_stray_goldens_are_found(engine, case):
     engine.update(case, "torch")
     root = engine.golden_root
-    (root / "torch" / "cpu" / "checkpoint.gone.json").write_text("{}\n")
-    (root / "torch" / "cpu" / "lr_curve.warmup_ceil-steps=10.json").write_text("{}\n")  # tier A id
-    (root / "torch" / "cpu" / ".x.json.abc.tmp").write_text("")
-    (root / "mindspore" / "cpu").mkdir(parents=True)
-    (root / "mindspore" / "cpu" / f"{CASE_ID}.json").write_text("{}\n")  # case is torch-only
+    (root / "torch" / KEY / "checkpoint.gone.json").write_text("{}\n")
+    (root / "torch" / KEY / "lr_curve.warmup_ceil-steps=10.json").write_text("{}\n")  # tier A id
+    (root / "torch" / KEY / ".x.json.abc.tmp").write_text("")
+    (root / "mindspore" / KEY).mkdir(parents=True)
+    (root / "mindspore" / KEY / f"{CASE_ID}.json").write_text("{}\n")  # case is torch-only
     found = {path.name: why for path, why in engine.unused_goldens()}
     assert found == {
         "checkpoint.gone.json": "no registered case has this id",
@@ -93,8 +97,13 @@ def test_framework_version_mismatch_fails_and_python_version_does_not(engine, ca
     _edit(path, lambda d: d["fingerprint"].update(torch="2.12.0"))
     outcome = engine.check(case, "torch")
     assert outcome.status == "fail"
-    assert "torch: golden has '2.12.0', this run has '" in outcome.message
-    assert f"--id {CASE_ID}" in outcome.message and "regenerate it with" in outcome.message
+    first = outcome.message.splitlines()[0]
+    assert first.startswith(f"ENVIRONMENT DIFFERS from golden {path}: torch: golden '2.12.0', this run '")
+    assert f"--id {CASE_ID}" in first and "regenerate for this environment: " in first
+    assert (
+        outcome.report.environment == first
+        and "the artifacts equal the golden bit for bit" in outcome.message
+    )
 
 
 def test_golden_mismatch_names_path_and_first_index(engine, case):
@@ -114,14 +123,14 @@ def test_golden_mismatch_names_path_and_first_index(engine, case):
         ("checkpoint.state.model.big", None),  # hash-only in the golden: no element detail
         ('checkpoint.state.model["proj.weight"]', synth.FLIP_INDEX),
     ]
-    assert "first differing element is not known" in report.differences[0].message
+    assert "which elements differ is not known" in report.differences[0].message
     assert report.differences[1].max_ulp == 8
     text = outcome.message
     for needle in (
         f"case={CASE_ID}",
         "backend=torch",
-        "platform=cpu",
-        "reproduce: PYTHONHASHSEED=0 python -m parity run",
+        f"platform={KEY}",
+        "reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable",
     ):
         assert needle in text
 
@@ -136,8 +145,8 @@ def test_changed_seed_shows_in_the_case_block(engine, case):
 def test_syrupy_extension_is_bound_to_the_golden_path(tmp_path):
     from parity.snapshot import golden_extension
 
-    ext = golden_extension(tmp_path / "torch" / "cpu" / "k.c.json")
-    assert ext.get_location(test_location=None, index=0) == str(tmp_path / "torch" / "cpu" / "k.c.json")
+    ext = golden_extension(tmp_path / "torch" / KEY / "k.c.json")
+    assert ext.get_location(test_location=None, index=0) == str(tmp_path / "torch" / KEY / "k.c.json")
     assert list(ext().discover_snapshots(test_location=None)) == []  # syrupy never sees goldens as unused
     with pytest.raises(golden.GoldenCorruptError, match="missing top-level"):
         ext().serialize("{}")

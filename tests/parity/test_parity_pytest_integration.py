@@ -17,6 +17,10 @@ import pytest
 
 from parity.cases import load_registry
 from parity.engine import Engine
+from parity.env import platform_key
+
+# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+KEY = platform_key()
 
 CONFTEST = """
 from parity.pytest_plugin import pytest_addoption, pytest_configure  # noqa: F401
@@ -125,7 +129,7 @@ CORRUPT = "{oops"
 @pytest.fixture(scope="module")
 def updated(project):
     """``--snapshot-update -n 0``: syrupy writes the torch goldens and refuses the corrupt one."""
-    corrupt = project / "golden" / "torch" / "cpu" / "checkpoint.corrupt-dim=2.json"
+    corrupt = project / "golden" / "torch" / KEY / "checkpoint.corrupt-dim=2.json"
     corrupt.parent.mkdir(parents=True)
     corrupt.write_text(CORRUPT)
     result = _pytest(project, "--snapshot-update", "-n", "0", "-k", "ckpt or both or corrupt")
@@ -144,7 +148,7 @@ def test_snapshot_update_writes_the_goldens(project, updated):
 
 
 def test_snapshot_update_never_replaces_a_corrupt_golden(project, updated):
-    corrupt = project / "golden" / "torch" / "cpu" / "checkpoint.corrupt-dim=2.json"
+    corrupt = project / "golden" / "torch" / KEY / "checkpoint.corrupt-dim=2.json"
     assert corrupt.read_text() == CORRUPT
     assert f"corrupt golden {corrupt}: not valid JSON" in updated.stdout
     assert "1 failed" in updated.stdout
@@ -168,12 +172,12 @@ def test_parallel_and_serial_runs_give_the_same_results(project, updated):
     serial_reports = _reports(project, "serial")
     assert serial_reports == _reports(project, "parallel")
     assert list(serial_reports) == [
-        "torch/cpu/checkpoint.corrupt-dim=2.json",
-        "torch/cpu/lr_curve.differs-steps=6.json",
+        f"torch/{KEY}/checkpoint.corrupt-dim=2.json",
+        f"torch/{KEY}/lr_curve.differs-steps=6.json",
     ]
     assert "first difference [bits/value]: lr_curve[1]" in parallel_out
     assert (
-        "reproduce: PYTHONHASHSEED=0 python -m pytest 'test_synthetic_cases.py::test_case[torch-lr_curve.differs"
+        "reproduce: PYTHONHASHSEED=0 PARITY_CPU_PROFILE=portable python -m pytest 'test_synthetic_cases.py::test_case[torch-lr_curve.differs"
         in parallel_out
     )
 
