@@ -274,20 +274,25 @@ def _legacy_tree():
     return canonical.canonicalise(suite.legacy_loss(**_PARAMS), "losses")
 
 
-def test_planted_sliced_logits_instead_of_padded_labels_is_caught():
-    """Slicing logits[:, :-1] changes the NLL reduction order: 2 ULP off on this seeded batch."""
+def test_planted_sliced_logits_that_drop_the_first_position_are_caught():
+    """Slicing one position too many (logits[:, 1:-1] vs labels[:, 2:]) drops real tokens.
+
+    A plant must diverge on every CPU: an equivalent slicing (logits[:, :-1]) only changes the
+    reduction order, which some kernels (AVX-512) do not show.
+    """
 
     def sliced(logits, labels):
         v = logits.shape[-1]
         return F.cross_entropy(
-            logits[:, :-1].float().reshape(-1, v), labels[:, 1:].reshape(-1), ignore_index=-100
+            logits[:, 1:-1].float().reshape(-1, v), labels[:, 2:].reshape(-1), ignore_index=-100
         )
 
     diffs = compare(_legacy_tree(), canonical.canonicalise(_planted(sliced), "losses"), "losses")
     assert diffs, "the planted divergence was not detected"
-    first = diffs[0]
-    assert (first.path, first.kind, first.phase, first.index) == ("losses.loss", "bits", VALUES, 0)
-    assert first.max_ulp == 2
+    by_path = {d.path: d for d in diffs}
+    loss = by_path["losses.loss"]
+    assert (loss.kind, loss.phase, loss.index) == ("bits", VALUES, 0)
+    assert loss.max_ulp > 1000  # a real divergence, far beyond any rounding difference
 
 
 def test_planted_unshifted_labels_are_caught():
