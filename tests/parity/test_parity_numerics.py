@@ -225,3 +225,27 @@ def test_env_json_prints_what_decides_the_bits():
     assert data["cpu_profile"] == "portable" and data["threads"] == 1 and data["deterministic"] is True
     native = json.loads(_parity("env", "--json", "--cpu-profile", "native").stdout)
     assert native["cpu_profile"] == "native" and native["cpu_env"]["MKL_CBWR"] == "unset"
+
+
+@pytest.mark.distributed
+def test_torchrun_workers_inherit_the_profile(tmp_path):
+    """A worker started from this (portable) test process runs the pinned kernels and thread count."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import os, torch\n"
+        "print('RANK', os.environ['RANK'], torch.backends.cpu.get_cpu_capability(), torch.get_num_threads(), "
+        "os.environ.get('PARITY_CPU_PROFILE'), os.environ.get('MKL_CBWR'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)],
+        env=child_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("RANK"))
+    capability = "AVX2" if X86 else numerics.portable_capability()
+    cbwr = "COMPATIBLE" if X86 else "None"
+    assert lines == [["0", capability, "1", "portable", cbwr], ["1", capability, "1", "portable", cbwr]]
