@@ -6,6 +6,8 @@
 
 ``--help`` prints the whole tree with defaults (those of the recipe when one is selected) and the
 available recipes. Every rank parses the same command line; the trainer sets up the process group.
+A configuration or input error is one line ``hyper_parallel.train: error: ...`` and exit status 2
+(a failed checkpoint save: status 1); ``HYPER_PARALLEL_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, build and train; a bad recipe selection or legacy value is reported as a usage error."""
+    """Parse, build and train; configuration and input errors are reported as usage errors."""
+    from hyper_parallel.entry import run_main
+
+    return run_main("hyper_parallel.train", lambda: _train(argv))
+
+
+def _train(argv: Sequence[str] | None) -> int:
     from hyper_parallel.config import ConfigManager
     from hyper_parallel.platform.logging import init_logger
 
     init_logger()
-    try:
-        config = ConfigManager().parse_args(argv)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        # tyro reports flag errors itself (exit 2); these come from --module/--config and the YAML path.
-        print(f"hyper_parallel.train: error: {exc}", file=sys.stderr)
-        return 2
+    # tyro reports flag errors itself (exit 2); the rest comes from --module/--config, the YAML
+    # path and the build.
+    config = ConfigManager().parse_args(argv)
     config.build().train()
     return 0
 

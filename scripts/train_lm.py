@@ -1,4 +1,8 @@
-"""Legacy entry point: ``python scripts/train_lm.py CONFIG.yaml [--a.b.c=value ...]`` (also under torchrun)."""
+"""Legacy entry point: ``python scripts/train_lm.py CONFIG.yaml [--a.b.c=value ...]`` (also under torchrun).
+
+A configuration or input error is one line ``train_lm.py: error: ...`` and exit status 2 (a failed
+checkpoint save: status 1); ``HYPER_PARALLEL_DEBUG=1`` shows the traceback (``hyper_parallel.entry``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,12 @@ from hyper_parallel.trainer.utils import init_logger  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
+    from hyper_parallel.entry import run_main
+
+    return run_main("train_lm.py", lambda: _train(argv))
+
+
+def _train(argv: list[str] | None) -> int:
     init_logger()
     from hyper_parallel.trainer import LLMTrainer
     from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args

@@ -156,7 +156,15 @@ class BaseDataLoader(Configurable):
                 f"{', '.join(self.data_types)}; build BaseDataLoader.Config(type={config.type!r}) to dispatch"
             )
         _check_positive("micro_batch_size", config.micro_batch_size)
+        _check_positive("global_batch_size", config.global_batch_size)
         _check_positive("dp_world_size", dp_world_size)
+        _check_positive("max_seq_len", config.max_seq_len if seq_len is None else seq_len)
+        if config.global_batch_size % (config.micro_batch_size * dp_world_size):
+            raise ValueError(
+                f"global_batch_size={config.global_batch_size} is not a multiple of micro_batch_size * "
+                f"dp_world_size = {config.micro_batch_size} * {dp_world_size}; expected the global batch to "
+                "split into whole micro batches on every data-parallel rank"
+            )
         if not 0 <= dp_rank < dp_world_size:
             raise ValueError(f"dp_rank must be in [0, dp_world_size={dp_world_size}), got {dp_rank}")
         if config.num_workers < 0:
@@ -196,7 +204,7 @@ class BaseDataLoader(Configurable):
             drop_last=True,
             **extra,
         )
-        # A global batch that does not divide is silently reduced (floor), as in the legacy loader.
+        # The global batch divides (checked above), so this is the exact number of micro batches.
         self.grad_accum = max(config.global_batch_size // (config.micro_batch_size * self.dp_world_size), 1)
         logger.info_rank0(  # type: ignore[attr-defined]
             "%s: micro batch size %d, grad_accum %d, dataset length %d, dp rank %d of %d",

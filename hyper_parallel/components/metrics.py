@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs logger.info_rank0)
+from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
 from hyper_parallel.protocols import ConfigMixin, Configurable
 
@@ -161,8 +163,13 @@ class MetricsProcessor(Configurable):
         self.log_steps = _positive_int(config.log_steps, "log_steps")
         if config.tensorboard.enabled:
             _positive_int(config.tensorboard.log_steps, "tensorboard.log_steps")
+            check_writable_dir(config.tensorboard.output_dir, "metrics.tensorboard.output_dir")
         if config.wandb.enabled:
             _positive_int(config.wandb.log_steps, "wandb.log_steps")
+            # W&B writes its run files under WANDB_DIR (default: the working folder).
+            check_writable_dir(
+                os.environ.get("WANDB_DIR") or os.getcwd(), "WANDB_DIR (metrics.wandb.enabled)"
+            )
 
         training = getattr(getattr(trainer, "config", None), "training", None)
         self.world_size = world_size or self._trainer_world_size(trainer) or self._platform.get_world_size()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs logger.info_rank0)
+from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
 from hyper_parallel.protocols import Configurable
 
@@ -84,6 +85,8 @@ class Profiler(Configurable):
         # Traces are per rank: the legacy callback names the folder after the global rank.
         self.rank = get_platform().get_rank() if rank is None else rank
         self._prof: Any = None
+        if config.enabled:
+            check_writable_dir(config.output_dir, "profiler.output_dir")
 
     @property
     def trace_dir(self) -> str:

@@ -54,11 +54,25 @@ def check_train_path(
             f"data.train_path={str(train_path)!r} does not exist; data.type={data_type} expects a local "
             "file or directory (nothing is downloaded)"
         )
+    if path.is_file() and _is_blank(path):
+        raise ValueError(
+            f"data.train_path={str(train_path)!r} is empty; data.type={data_type} expects at least one record"
+        )
     if streaming:
         raise NotImplementedError(
             "data.streaming=true is not supported: the distributed sampler needs a dataset with a length"
         )
     return path
+
+
+def _is_blank(path: Path, probe: int = 1 << 16) -> bool:
+    """True for a file with no bytes, or only whitespace (small files are read whole)."""
+    size = path.stat().st_size
+    if size == 0:
+        return True
+    if size > probe:
+        return False
+    return not path.read_bytes().strip()
 
 
 def load_raw_dataset(
@@ -69,7 +83,12 @@ def load_raw_dataset(
 
     path = check_train_path(data_type, train_path, streaming=streaming)
     if data_type == "json_file":
-        return datasets.load_dataset("json", data_files=str(path), split="train")
+        try:
+            return datasets.load_dataset("json", data_files=str(path), split="train")
+        except StopIteration as exc:  # the schema inference of an empty file
+            raise ValueError(
+                f"data.train_path={str(path)!r} holds no records; expected at least one"
+            ) from exc
     if data_type != "hf_datasets":
         raise ValueError(f"load_raw_dataset handles data.type hf_datasets or json_file, got {data_type!r}")
     if path.is_dir():
@@ -92,7 +111,10 @@ def load_raw_dataset(
             f"data.train_path={str(path)!r} has an unsupported extension {path.suffix!r}; expected a directory "
             f"or a file ending in {', '.join(FILE_BUILDERS)}"
         )
-    return datasets.load_dataset(builder, data_files=str(path), split="train")
+    try:
+        return datasets.load_dataset(builder, data_files=str(path), split="train")
+    except StopIteration as exc:  # the schema inference of an empty file
+        raise ValueError(f"data.train_path={str(path)!r} holds no records; expected at least one") from exc
 
 
 class TokenizedDataset(Dataset):

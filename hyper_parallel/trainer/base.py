@@ -281,6 +281,14 @@ class BaseTrainer:
         non_dp = self.parallel_dims.non_dp_size
         rank = platform.get_rank()
         dp_rank = rank // non_dp if non_dp > 1 else rank
+        micro_batch_size = _get(train, "micro_batch_size", 1)
+        global_batch_size = _get(train, "global_batch_size", micro_batch_size)
+        if global_batch_size % (micro_batch_size * dp_size):
+            raise ValueError(
+                f"Invalid value for 'train.global_batch_size': {global_batch_size} is not a multiple of "
+                f"train.micro_batch_size * dp size = {micro_batch_size} * {dp_size}; expected the global "
+                "batch to split into whole micro batches on every data-parallel rank"
+            )
 
         self.sampler = DistributedSampler(
             self.train_dataset,
@@ -290,7 +298,6 @@ class BaseTrainer:
             seed=_get(train, "seed", 0),
             drop_last=True,
         )
-        micro_batch_size = _get(train, "micro_batch_size", 1)
         num_workers = _get(data, "num_workers", 0)
         kwargs: dict[str, Any] = {}
         prefetch = getattr(data, "prefetch_factor", None)
@@ -306,7 +313,6 @@ class BaseTrainer:
             drop_last=True,
             **kwargs,
         )
-        global_batch_size = _get(train, "global_batch_size", micro_batch_size)
         self._grad_accum = max(global_batch_size // (micro_batch_size * dp_size), 1)
         logger.info_rank0(
             "micro batch size %d, grad_accum %d, dataset length %d",

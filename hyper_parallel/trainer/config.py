@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import functools
 import logging
+import math
 import os
 import sys
 import types
@@ -51,6 +52,29 @@ __all__ = [
     "legacy_field_paths",
     "parse_args",
 ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Value checks (run by the sections' __post_init__, so a bad YAML or CLI value fails at parse time)
+# --------------------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bad(path: str, value: Any, expected: str) -> ValueError:
+    return ValueError(f"Invalid value for '{path}': expected {expected}, got {value!r}")
+
+
+def _check_min_int(path: str, value: Any, minimum: int, expected: str | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _bad(path, value, expected or f"an int >= {minimum}")
+
+
+def _check_min_number(path: str, value: Any, minimum: float, *, strict: bool = False) -> None:
+    if not _is_number(value) or value < minimum or (strict and value == minimum):
+        raise _bad(path, value, f"a finite number {'>' if strict else '>='} {minimum:g}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -104,6 +128,12 @@ class DataConfig:
     pin_memory: bool = True
     shuffle: bool = True
 
+    def __post_init__(self) -> None:
+        _check_min_int("data.max_seq_len", self.max_seq_len, 1)
+        _check_min_int("data.num_workers", self.num_workers, 0)
+        if self.train_size is not None:
+            _check_min_int("data.train_size", self.train_size, 1, "an int >= 1 or null (all rows)")
+
 
 @dataclass
 class AcceleratorConfig:
@@ -156,6 +186,20 @@ class OptimizerConfig:
     bsz_warmup_ratio: float = 0.0
     eps: float = 1e-8
     betas: tuple[float, float] = (0.9, 0.999)
+
+    def __post_init__(self) -> None:
+        prefix = "train.optimizer"
+        for name in ("lr", "lr_min", "weight_decay", "eps", "lr_warmup_ratio"):
+            _check_min_number(f"{prefix}.{name}", getattr(self, name), 0.0)
+        _check_min_number(f"{prefix}.max_grad_norm", self.max_grad_norm, 0.0, strict=True)
+        betas = self.betas
+        if (
+            isinstance(betas, (str, bytes))
+            or not isinstance(betas, (list, tuple))
+            or len(betas) != 2
+            or not all(_is_number(b) and 0.0 <= b < 1.0 for b in betas)
+        ):
+            raise _bad(f"{prefix}.betas", betas, "two numbers in [0, 1), such as [0.9, 0.999]")
 
 
 @dataclass
@@ -273,6 +317,23 @@ class TrainConfig:
     moe_monitor: MoEMonitorConfig = field(default_factory=MoEMonitorConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
+
+    def __post_init__(self) -> None:
+        _check_min_int(
+            "train.max_steps",
+            self.max_steps,
+            0,
+            "an int >= 1 (or 0: a preset_pt dataset then sets the number of steps)",
+        )
+        _check_min_int("train.num_train_epochs", self.num_train_epochs, 1)
+        _check_min_int("train.global_batch_size", self.global_batch_size, 1)
+        _check_min_int("train.micro_batch_size", self.micro_batch_size, 1)
+        if self.global_batch_size % self.micro_batch_size:
+            raise ValueError(
+                f"Invalid value for 'train.global_batch_size': {self.global_batch_size} is not a multiple of "
+                f"train.micro_batch_size={self.micro_batch_size}; expected the global batch to split into "
+                "whole micro batches"
+            )
 
 
 @dataclass

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from numbers import Number
 from typing import Any
 
+from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _rank, _sub_cfg
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class TensorBoardCallback(_MetricSink):
                     "install the 'tensorboard' package or set train.tensorboard.enabled: false"
                 ) from exc
             self._summary_writer_cls = SummaryWriter
+            check_writable_dir(self.output_dir, "train.tensorboard.output_dir")
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self.enabled and _rank() == 0 and self.writer is None:
@@ -123,6 +126,8 @@ class WandbCallback(_MetricSink):
                     "install wandb or set train.wandb.enabled: false"
                 ) from exc
             self._wandb = wandb
+            # W&B writes its run files under WANDB_DIR (default: the working folder).
+            check_writable_dir(os.environ.get("WANDB_DIR") or os.getcwd(), "WANDB_DIR (train.wandb.enabled)")
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self.enabled and _rank() == 0 and self.run is None:

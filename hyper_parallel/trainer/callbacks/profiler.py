@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
 
@@ -33,6 +34,7 @@ class ProfilerCallback(Callback):
                     raise ValueError(f"train.profile.{field} must be >= 0, got {getattr(self, field)}")
             if self.active_steps <= 0:
                 raise ValueError(f"train.profile.active_steps must be > 0, got {self.active_steps}")
+            check_writable_dir(self.output_dir, "train.profile.output_dir")
         self.prof: torch.profiler.profile | None = None
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:

@@ -176,11 +176,13 @@ def test_dummy_epochs_equal_legacy(world_size, accel, rank, seed, shuffle):
     rank_pick=st.integers(0, 63),
     seed=st.integers(0, 2**31 - 1),
     mbs=st.integers(1, 3),
-    gbs=st.integers(1, 12),
+    accum=st.integers(1, 4),
     steps=st.integers(1, 4),
     shuffle=st.booleans(),
 )
-def test_dummy_first_batches_equal_legacy_hypothesis(tp, dp, rank_pick, seed, mbs, gbs, steps, shuffle):
+def test_dummy_first_batches_equal_legacy_hypothesis(tp, dp, rank_pick, seed, mbs, accum, steps, shuffle):
+    # Both loaders refuse a global batch that does not split into whole micro batches per dp rank.
+    gbs = mbs * dp * accum
     world_size = tp * dp
     rank = rank_pick % world_size
     overrides = (
@@ -216,7 +218,13 @@ TEXT_CASES = [
     ("hf_datasets", ("--train.accelerator.tp=2", "--data.shuffle=false"), 4, 3, 0),
     ("json_file", (), 1, 0, 42),
     ("json_file", ("--data.max_seq_len=12",), 2, 0, 9),
-    ("json_file", ("--data.template=alpaca", "--train.micro_batch_size=3"), 2, 1, 5),
+    (
+        "json_file",
+        ("--data.template=alpaca", "--train.micro_batch_size=3", "--train.global_batch_size=6"),
+        2,
+        1,
+        5,
+    ),
 ]
 
 
@@ -274,7 +282,7 @@ def test_tokenizer_without_pad_pads_with_zero(tokenizer):
     ("extra", "world_size", "rank", "with_tokenizer"),
     [
         (("--data.shuffle=false",), 1, 0, False),
-        (("--data.shuffle=false", "--train.micro_batch_size=3"), 1, 0, True),
+        (("--data.shuffle=false", "--train.micro_batch_size=3", "--train.global_batch_size=6"), 1, 0, True),
         (("--train.seed=5",), 2, 1, True),
         (("--train.accelerator.tp=2", "--train.micro_batch_size=1"), 4, 2, False),
     ],

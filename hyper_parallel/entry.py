@@ -1,0 +1,67 @@
+"""Error reporting shared by the entry points (``scripts/train_lm.py``, ``python -m hyper_parallel.train``).
+
+A configuration or input error (a bad value, a missing or damaged file, an unusable output folder,
+a checkpoint of another model) is printed as one line, ``<prog>: error: <message>``, with exit
+status 2, as argparse does for a bad flag. A checkpoint save that fails is printed the same way
+with status 1. Anything else is a bug and keeps its traceback. ``HYPER_PARALLEL_DEBUG=1`` shows
+the traceback of every error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from hyper_parallel.checkpointing import CheckpointCorruptError, CheckpointSaveError
+
+__all__ = ["DEBUG_ENV", "USAGE_ERRORS", "one_line", "run_main"]
+
+DEBUG_ENV = "HYPER_PARALLEL_DEBUG"
+
+# Errors whose message is the whole story for the user (every one names the field or file).
+USAGE_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    NotImplementedError,
+    ImportError,
+    CheckpointCorruptError,
+)
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (multi-line messages are joined with "; ")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+def _usage_cause(exc: BaseException) -> BaseException | None:
+    """``exc`` itself when it is a usage error; else a usage error it wraps (InitStepError)."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, USAGE_ERRORS):
+            return seen
+        if type(seen).__name__ != "InitStepError":
+            return None
+        seen = seen.__cause__
+    return None
+
+
+def run_main(prog: str, main: Callable[[], int]) -> int:
+    """``main()``, with usage errors and failed saves reported as one line (module docstring)."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        return main()
+    try:
+        return main()
+    except CheckpointSaveError as exc:
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if _usage_cause(exc) is None:
+            raise
+        print(f"{prog}: error: {one_line(exc)} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return 2
