@@ -9,29 +9,39 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import cast
 
+from hyper_parallel.platform.base import Platform
 from hyper_parallel.platform.group import GroupInfo
 
-__all__ = ["GroupInfo", "get_platform", "reset_platform_cache", "PLATFORM_ENV", "SUPPORTED_PLATFORMS"]
+__all__ = [
+    "GroupInfo",
+    "Platform",
+    "get_platform",
+    "reset_platform_cache",
+    "PLATFORM_ENV",
+    "SUPPORTED_PLATFORMS",
+]
 
 PLATFORM_ENV = "HYPER_PARALLEL_PLATFORM"
 SUPPORTED_PLATFORMS = ("torch", "mindspore")
 
 _lock = threading.Lock()
-_cached = None
+_cached: Platform | None = None
 
 
-def _load(name: str):
+def _load(name: str) -> Platform:
     if name == "torch":
         from hyper_parallel.platform.torch_platform import TorchPlatform
 
-        return TorchPlatform()
+        return TorchPlatform()  # checked against Platform statically (mypy) and by tests/platform
     from hyper_parallel.platform.mindspore_platform import MindSporePlatform
 
-    return MindSporePlatform()
+    # A placeholder whose constructor raises ImportError; it implements the protocol in its own issue.
+    return cast(Platform, MindSporePlatform())
 
 
-def get_platform():
+def get_platform() -> Platform:
     """Return the process-wide platform, chosen once from ``HYPER_PARALLEL_PLATFORM``.
 
     Unset: MindSpore is tried first and torch is the fallback (upstream order; the entry script
