@@ -36,9 +36,9 @@ class TrainingConfig(ConfigMixin):
     seq_len: int = 2048
     # train.global_batch_size (samples per optimizer step over all DP ranks)
     global_batch_size: int = 8
-    # train.micro_batch_size (samples per forward on one rank). Gradient accumulation is
-    # max(global_batch_size // (local_batch_size * dp_size), 1), as in the legacy trainer, so the
-    # two need not divide.
+    # train.micro_batch_size (samples per forward on one rank). global_batch_size must be a multiple
+    # of it (checked here), and of local_batch_size * dp_size (checked when the dataloader is built,
+    # where the dp size is known); gradient accumulation is global_batch_size // (local * dp).
     local_batch_size: int = 1
     # train.num_train_epochs
     num_train_epochs: int = 1
@@ -67,6 +67,11 @@ class TrainingConfig(ConfigMixin):
         check_int(self, "seq_len", minimum=1)
         check_int(self, "global_batch_size", minimum=1)
         check_int(self, "local_batch_size", minimum=1)
+        if self.global_batch_size % self.local_batch_size:
+            raise ValueError(
+                f"TrainingConfig.global_batch_size: expected a multiple of local_batch_size="
+                f"{self.local_batch_size} (whole micro batches), got {self.global_batch_size}"
+            )
         check_int(self, "num_train_epochs", minimum=1)
         check_int(self, "seed")
         check_positive_float(self, "max_norm")

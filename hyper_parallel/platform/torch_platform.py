@@ -398,10 +398,23 @@ class TorchPlatform:
     def dcp_load(self, state_dict, checkpoint_id: str) -> None:
         """``dcp.load`` in place, through the restricted reader (no code runs from the folder)."""
         import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.api import CheckpointException
 
-        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader, UnsafePickleError, read_metadata
 
-        dcp.load(state_dict, checkpoint_id=checkpoint_id, storage_reader=SafeFileSystemReader(checkpoint_id))
+        # Read once up front so that a crafted file is reported as itself, not inside DCP's
+        # per-rank CheckpointException text.
+        read_metadata(checkpoint_id)
+        try:
+            dcp.load(
+                state_dict, checkpoint_id=checkpoint_id, storage_reader=SafeFileSystemReader(checkpoint_id)
+            )
+        except CheckpointException as exc:
+            for failure in exc.failures.values():
+                inner = failure[0] if isinstance(failure, tuple) else failure
+                if isinstance(inner, UnsafePickleError):
+                    raise inner from None
+            raise
 
     def dcp_read_metadata(self, checkpoint_id: str):
         """A DCP folder's ``Metadata`` through the restricted unpickler (``UnsafePickleError`` if crafted)."""
@@ -425,8 +438,9 @@ class TorchPlatform:
         from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
         from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
 
-        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader, read_metadata
 
+        read_metadata(checkpoint_id)  # a crafted file is reported as itself (see dcp_load)
         state: dict[str, Any] = {}
         _load_state_dict(
             state,
