@@ -6,14 +6,19 @@ Three groups on the debug model after two optimizer steps:
   from already parsed ``args``) vs ``CheckpointManager.Config(...).build(...)``, plus the bare
   constructor (``component_init``) to separate the component from the Configurable build step;
 - ``checkpoint-save``: one ``step_<N>/`` folder with the HF export, each round into a fresh folder;
-- ``checkpoint-load``: resuming model, extra state, optimizer, scheduler, RNG and dataloader.
+- ``checkpoint-load``: resuming model, extra state, optimizer, scheduler, RNG and dataloader;
+- ``checkpoint-save-manifest-<side>``: the same staged save with its manifest (fsync and sha256 of
+  every file, ``manifest.json`` written last) and without it, side by side for each path.
 
-Run: ``python -m pytest benchmarks/bench_component_checkpoint.py -p no:xdist --benchmark-only -q``.
-Target: the component is no slower than 1.1x the legacy path.
+Run: ``python -m pytest benchmarks/bench_component_checkpoint.py -p no:xdist --benchmark-only -q``,
+or ``python benchmarks/bench_component_checkpoint.py`` for the manifest ratio alone (interleaved
+rounds, medians). Targets: the component is no slower than 1.1x the legacy path, and a save with
+its manifest no slower than 1.1x the same save without.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import tempfile
@@ -148,3 +153,85 @@ def test_load(benchmark, state, workdir, saved_dir, side):
             mgr.load()
 
     benchmark.pedantic(load, rounds=_ROUNDS["load"], iterations=1, warmup_rounds=1)
+
+
+# --------------------------------------------------------------------------- manifest cost
+def _without_manifest(monkeypatch) -> None:
+    """The staged save with its manifest step (fsync + sha256 of every file + manifest.json) removed."""
+    from hyper_parallel import checkpointing
+
+    monkeypatch.setattr(checkpointing, "write_manifest", lambda folder, step: None)
+
+
+@pytest.mark.parametrize("manifest", ["with_manifest", "without_manifest"])
+@pytest.mark.parametrize("side", ["legacy", "component"])
+def test_save_manifest(benchmark, state, workdir, side, manifest, monkeypatch):
+    """A healthy save with its manifest vs the same save without: at most 1.1x."""
+    benchmark.group = f"checkpoint-save-manifest-{side}"
+    if manifest == "without_manifest":
+        _without_manifest(monkeypatch)
+    counter = itertools.count()
+    progress = SimpleNamespace(global_step=_STEPS, epoch=0)
+
+    def setup():
+        out = str(workdir / f"m-{side}-{manifest}-{next(counter)}")
+        if side == "legacy":
+            ckpt, export = _legacy_build(state, out)()
+            ckpt.trainer.hf_export_callback = export  # the export goes into the staged folder
+            return (ckpt,), {}
+        return (_manager_build(state, out)(),), {}
+
+    def save(saver):
+        if side == "legacy":
+            saver.on_step_end(progress)
+        else:
+            saver.maybe_save(_STEPS, 0)
+
+    benchmark.pedantic(save, setup=setup, rounds=_ROUNDS["save"], iterations=1, warmup_rounds=1)
+
+
+def _saver(state, side: str, out: str):
+    """A zero-argument callable writing one ``step_<N>/`` (with the HF export) into ``out``."""
+    if side == "legacy":
+        ckpt, export = _legacy_build(state, out)()
+        ckpt.trainer.hf_export_callback = export
+        return functools.partial(ckpt.on_step_end, SimpleNamespace(global_step=_STEPS, epoch=0))
+    return functools.partial(_manager_build(state, out)().maybe_save, _STEPS, 0)
+
+
+def main(rounds: int = 30) -> None:
+    """``python benchmarks/bench_component_checkpoint.py``: median save time with and without the
+    manifest, interleaved round by round so that both see the same machine load."""
+    import statistics
+    import time
+
+    from hyper_parallel import checkpointing
+
+    state = suite.trained_state(steps=_STEPS)
+    real = checkpointing.write_manifest
+    with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
+        for side in ("legacy", "component"):
+            times: dict[str, list[float]] = {"with": [], "without": []}
+            for i in range(rounds + 2):
+                for mode in ("with", "without"):
+                    out = str(Path(tmp) / f"{side}-{mode}-{i}")
+                    run = _saver(state, side, out)
+                    checkpointing.write_manifest = real if mode == "with" else (lambda folder, step: None)
+                    start = time.perf_counter()
+                    run()
+                    if i >= 2:  # warm-up rounds
+                        times[mode].append(time.perf_counter() - start)
+            checkpointing.write_manifest = real
+            with_ms = statistics.median(times["with"]) * 1e3
+            without_ms = statistics.median(times["without"]) * 1e3
+            size = sum(
+                f.stat().st_size for f in (Path(tmp) / f"{side}-with-2" / "step_2").rglob("*") if f.is_file()
+            )
+            print(
+                f"{side:9s} save {size / 2**20:6.1f} MiB: with manifest {with_ms:7.1f} ms, without "
+                f"{without_ms:7.1f} ms, ratio {with_ms / without_ms:.3f} (median of {rounds})"
+            )
+
+
+if __name__ == "__main__":
+    main()
