@@ -8,11 +8,13 @@ import json
 import pytest
 from rich.console import Console
 
+from parity import numerics
 from parity.cli import main
 from parity.env import platform_key
 
-# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+# This run's golden key (cpu-<arch>-<capability> on CPU) and CPU profile.
 KEY = platform_key()
+PROFILE = numerics.active_profile()
 
 CASES = "tests.parity.parity_synthetic:REGISTRY"
 
@@ -60,7 +62,7 @@ def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):
     assert code == 1
     assert "FAIL" in out and "first difference [bits/value]: lr_curve[1]" in out
     assert (
-        "reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY"
+        f"reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile {PROFILE} --cases tests.parity.parity_synthetic:REGISTRY"
         in out
     )
     assert (tmp_path / "reports" / "torch" / KEY / "lr_curve.warmup_floor-steps=10.json").exists()

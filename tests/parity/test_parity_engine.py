@@ -7,13 +7,15 @@ import json
 import pytest
 from hypothesis import settings
 
+from parity import numerics
 from parity.cases import Registry
 from parity.engine import Engine
 from parity.env import platform_key
 from tests.parity import parity_synthetic as synth
 
-# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+# This run's golden key (cpu-<arch>-<capability> on CPU) and CPU profile.
 KEY = platform_key()
+PROFILE = numerics.active_profile()
 
 FAST = settings(max_examples=40, derandomize=True, database=None, deadline=None)
 
@@ -44,7 +46,7 @@ def test_failing_pair_report_text_and_json(engine, tmp_path):
     assert f"expected (legacy): {(0.1 / 3).hex()}" in text and f"actual   (new): {(0.1 / 2).hex()}" in text
     reproduce = text.splitlines()[-1]
     assert reproduce == (
-        "  reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY "
+        f"  reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile {PROFILE} --cases tests.parity.parity_synthetic:REGISTRY "
         f"--golden-dir {tmp_path / 'golden'} --backend torch --id {case.id}"
     )
     data = json.loads((tmp_path / "reports" / "torch" / KEY / f"{case.id}.json").read_text())

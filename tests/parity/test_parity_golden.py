@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from parity import golden
+from parity import golden, numerics
 from parity.engine import Engine
 from parity.env import platform_key
 from tests.parity import parity_synthetic as synth
 
-# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+# This run's golden key (cpu-<arch>-<capability> on CPU) and CPU profile.
 KEY = platform_key()
+PROFILE = numerics.active_profile()
 
 CASE_ID = "checkpoint.tiny-large=true"
 
@@ -39,7 +40,7 @@ def test_missing_golden_fails_with_the_create_command(engine, case, tmp_path):
     assert outcome.status == "fail"
     assert f"missing golden {path}" in outcome.message
     create = (
-        f"PYTHONHASHSEED=0 python -m parity update --cpu-profile portable --cases tests.parity.parity_synthetic:REGISTRY "
+        f"PYTHONHASHSEED=0 python -m parity update --cpu-profile {PROFILE} --cases tests.parity.parity_synthetic:REGISTRY "
         f"--golden-dir {tmp_path / 'golden'} --backend torch --id {CASE_ID}"
     )
     assert create in outcome.message
@@ -130,7 +131,7 @@ def test_golden_mismatch_names_path_and_first_index(engine, case):
         f"case={CASE_ID}",
         "backend=torch",
         f"platform={KEY}",
-        "reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile portable",
+        f"reproduce: PYTHONHASHSEED=0 python -m parity run --cpu-profile {PROFILE}",
     ):
         assert needle in text
 

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from parity import numerics
 from parity.cases import load_registry
 from parity.engine import Engine
 from parity.env import platform_key
 
-# This run's golden key (cpu-<arch>-<capability> under the portable profile).
+# This run's golden key (cpu-<arch>-<capability> on CPU) and CPU profile.
 KEY = platform_key()
+PROFILE = numerics.active_profile()
 
 CONFTEST = """
 from parity.pytest_plugin import pytest_addoption, pytest_configure  # noqa: F401
@@ -177,7 +179,7 @@ def test_parallel_and_serial_runs_give_the_same_results(project, updated):
     ]
     assert "first difference [bits/value]: lr_curve[1]" in parallel_out
     assert (
-        "reproduce: PYTHONHASHSEED=0 PARITY_CPU_PROFILE=portable python -m pytest 'test_synthetic_cases.py::test_case[torch-lr_curve.differs"
+        f"reproduce: PYTHONHASHSEED=0 PARITY_CPU_PROFILE={PROFILE} python -m pytest 'test_synthetic_cases.py::test_case[torch-lr_curve.differs"
         in parallel_out
     )
 
