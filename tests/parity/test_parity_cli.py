@@ -97,3 +97,38 @@ def test_update_prints_diffs_then_run_passes_and_unused_goldens_fail(cli, tmp_pa
 def test_bad_registry_spec_is_a_usage_error(cli):
     code, out = cli("list", "--cases", "no_such_module_xyz")
     assert code == 2 and "no_such_module_xyz" in out
+
+
+@pytest.mark.parametrize("verb", ["run", "update", "list"])
+def test_a_selection_that_matches_nothing_is_an_error(cli, verb):
+    code, out = cli(verb, "--cases", CASES, "-k", "typo_xyz", "--golden-dir", cli.golden)
+    assert code == 2 and "no case matches -k 'typo_xyz'" in out and "cases registered" in out
+
+
+def test_a_bad_cpu_profile_variable_is_one_line_error(cli, monkeypatch):
+    monkeypatch.setenv(numerics.PROFILE_ENV, "turbo")
+    code, out = cli("list", "--cases", CASES)
+    assert code == 2 and "PARITY_CPU_PROFILE='turbo' is not a CPU profile" in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (lambda leaf: leaf.update(hex="0xnot-a-float"), "is not a float.hex() string"),
+        (lambda leaf: leaf.pop("hex"), "float leaf is missing ['hex']"),
+        (lambda leaf: leaf.update(dtype="float128"), "float leaf has dtype 'float128'"),
+    ],
+    ids=["bad-hex", "no-hex", "bad-dtype"],
+)
+def test_a_malformed_golden_leaf_names_the_file_and_json_path(cli, tmp_path, edit, where):
+    cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
+    golden = tmp_path / "golden" / "torch" / KEY / "param_groups.groups.json"
+    doc = json.loads(golden.read_text())
+    edit(doc["artifacts"][0]["eps"])
+    golden.write_text(json.dumps(doc, sort_keys=True, indent=2) + "\n")
+    code, out = cli(
+        "run", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden, "--report-dir", cli.reports
+    )
+    assert code == 1 and "Traceback" not in out
+    assert f"corrupt golden {golden}" in out and f"{golden}:artifacts[0].eps: " in out and where in out
