@@ -67,18 +67,22 @@ def run_recipe(*overrides: str) -> dict[str, Any]:
 
 
 def _read_checkpoint(root: Path) -> dict[str, Any]:
-    """Every artifact of the newest ``step_<N>/`` folder, as plain state (model via DCP -> torch)."""
+    """Every artifact of the newest ``step_<N>/`` folder, as plain state.
+
+    The folder's manifest is verified first; the DCP shards are read through the platform's
+    restricted reader (no code runs from a checkpoint, not even in the harness).
+    """
     import json
 
     import torch
-    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    from hyper_parallel.checkpointing import verify_manifest
+    from hyper_parallel.platform import get_platform
 
     step_dir = max(root.glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+    verify_manifest(str(step_dir))
     out: dict[str, Any] = {"dir": step_dir.name}
-    with tempfile.TemporaryDirectory() as tmp:
-        converted = Path(tmp) / "model.pt"
-        dcp_to_torch_save(step_dir, converted)
-        out["model"] = torch.load(converted, weights_only=True)
+    out["model"] = get_platform().dcp_full_state_dict(str(step_dir))
     for name in ("optimizer_rank0", "scheduler", "rng_rank0", "dataloader_rank0"):
         out[name] = torch.load(step_dir / f"{name}.pt", weights_only=True)
     out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
