@@ -1,4 +1,4 @@
-"""nox sessions: ``tests``, ``parity(backend)`` (the main job), ``parity_update``, ``bench``, ``lint``, ``slow``.
+"""nox sessions: ``tests``, ``parity(backend)`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``.
 
 Each session installs the project with its ``dev`` extra into its own venv (torch comes pinned by
 pyproject as ``torch==2.13.0``); venvs are reused between runs, so only the first run installs.
@@ -7,6 +7,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s parity            # every registered parity case, torch backend (mindspore: skipped unless installed)
     nox -s tests             # pytest -n auto (slow tests excluded; see `nox -s slow`)
     nox -s parity_update     # regenerate goldens, serially, printing their diffs
+    nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ def lint(session: nox.Session) -> None:
         session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(reuse_venv=True)
+def typecheck(session: nox.Session) -> None:
+    """mypy over hyper_parallel/ and parity/ with the [tool.mypy] config of pyproject.toml (not strict)."""
+    _install_project(session)  # the project and its dependencies: mypy reads torch's inline types
+    session.run("mypy", *session.posargs)
 
 
 @nox.session(reuse_venv=True)

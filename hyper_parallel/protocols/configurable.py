@@ -41,7 +41,7 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from enum import Enum
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 __all__ = ["ConfigMixin", "Configurable", "validate_config_class"]
 
@@ -141,14 +141,14 @@ class ConfigMixin:
 
         The copy is shallow: unchanged nested configs are shared with ``self``.
         """
-        known = {f.name for f in dataclasses.fields(self)}
+        known = {f.name for f in dataclasses.fields(cast(Any, self))}  # every Config is a dataclass
         unknown = sorted(set(changes) - known)
         if unknown:
             raise TypeError(
                 f"{type(self).__qualname__}.replace(): unknown field(s) {', '.join(unknown)}; "
                 f"known fields: {', '.join(sorted(known))}"
             )
-        return dataclasses.replace(self, **changes)
+        return cast(Self, dataclasses.replace(cast(Any, self), **changes))
 
 
 def validate_config_class(config_cls: type, owner_name: str) -> None:

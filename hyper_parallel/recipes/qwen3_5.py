@@ -17,6 +17,7 @@ from hyper_parallel.models.qwen3_5 import FLAVORS, MODEL_NAME, Qwen3_5Config
 from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_configs
 from hyper_parallel.models.spec import ModelSpec, get_spec
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer
+from hyper_parallel.trainer.trainer_config import TrainerConfig
 
 __all__ = ["RECIPES", "debug", "model_spec"]
 
@@ -33,7 +34,7 @@ def model_spec(flavor: str) -> ModelSpec:
     )
 
 
-def debug() -> HyperTrainer.Config:
+def debug() -> TrainerConfig:  # HyperTrainer.Config is TrainerConfig
     """The CPU debug run, value for value ``examples/debug/train.yaml`` (a test keeps them equal).
 
     Dummy data, the tiny ``debug`` flavour, 20 steps of 8 samples (micro-batches of 2) at 64 tokens.
@@ -68,4 +69,4 @@ def debug() -> HyperTrainer.Config:
     )
 
 
-RECIPES: dict[str, Callable[[], HyperTrainer.Config]] = {"debug": debug}
+RECIPES: dict[str, Callable[[], TrainerConfig]] = {"debug": debug}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "FLAVORS",
@@ -83,12 +83,13 @@ class Qwen3_5Config:
         self._validate()
 
     def _validate(self) -> None:
-        if len(self.layer_types) != self.num_hidden_layers:
+        layer_types = cast(list[str], self.layer_types)  # a list once __post_init__ has run
+        if len(layer_types) != self.num_hidden_layers:
             raise ValueError(
-                f"layer_types has {len(self.layer_types)} entries; expected num_hidden_layers="
+                f"layer_types has {len(layer_types)} entries; expected num_hidden_layers="
                 f"{self.num_hidden_layers}"
             )
-        for i, kind in enumerate(self.layer_types):
+        for i, kind in enumerate(layer_types):
             if kind not in LAYER_TYPES:
                 raise ValueError(f"layer_types[{i}]={kind!r}; expected one of {list(LAYER_TYPES)}")
         if self.num_key_value_heads < 1 or self.num_attention_heads % self.num_key_value_heads != 0:

@@ -7,7 +7,7 @@ RNG order when the trainer materialises meta parameters.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -57,6 +57,8 @@ class Qwen3_5RotaryEmbedding(nn.Module):
     For text the three mRoPE axes carry the same position, so mRoPE reduces to 1-D RoPE here.
     ``inv_freq`` is non-persistent; :meth:`reset_inv_freq` rebuilds it after meta materialisation.
     """
+
+    inv_freq: torch.Tensor  # a registered buffer (declared for the type checker)
 
     def __init__(self, config: Qwen3_5Config) -> None:
         super().__init__()
@@ -173,7 +175,7 @@ class Qwen3_5DecoderLayer(nn.Module):
 
     def __init__(self, config: Qwen3_5Config, layer_idx: int) -> None:
         super().__init__()
-        if config.layer_types[layer_idx] != "full_attention":
+        if cast(list[str], config.layer_types)[layer_idx] != "full_attention":
             raise NotImplementedError(f"layer_types[{layer_idx}]: {LINEAR_ATTENTION_NOT_IMPLEMENTED}")
         self.self_attn = Qwen3_5Attention(config)
         self.mlp = Qwen3_5MLP(config)
@@ -317,6 +319,6 @@ def build_qwen3_5(args: Any) -> Qwen3_5ForCausalLM:
 
 def build_from_config(config: Qwen3_5Config) -> Qwen3_5ForCausalLM:
     """Build the model from a ready ``Qwen3_5Config`` (both paths end here)."""
-    if "linear_attention" in config.layer_types:
+    if "linear_attention" in cast(list[str], config.layer_types):
         raise NotImplementedError(LINEAR_ATTENTION_NOT_IMPLEMENTED)
     return Qwen3_5ForCausalLM(config)

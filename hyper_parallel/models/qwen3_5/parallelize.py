@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -109,7 +109,7 @@ def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) ->
 
     mp_policy = None
     if _get(args, "train.mixed_precision.enabled", False):
-        dtypes = {
+        dtypes: dict[str, Any] = {
             field: resolve_mp_dtype(_get(args, f"train.mixed_precision.{field}", default), field)
             for field, default in (
                 ("param_dtype", "bfloat16"),
@@ -122,11 +122,12 @@ def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) ->
         if freeze_modules and mp_policy.param_dtype in (torch.bfloat16, torch.float16):
             _downcast_frozen(model, list(freeze_modules), mp_policy.param_dtype)
 
+    layers = cast(nn.ModuleList, model.layers)  # the decoder blocks (nn.Module types attributes loosely)
     ac_mode = _get(args, "train.gradient_checkpointing.activation_checkpoint", "off")
     if ac_mode not in AC_OFF_VALUES:
         # The mode string is otherwise ignored: always full per-layer AC.
-        for i in range(len(model.layers)):
-            model.layers[i] = checkpoint_wrapper(model.layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+        for i in range(len(layers)):
+            layers[i] = checkpoint_wrapper(layers[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT)
 
     kwargs: dict[str, Any] = {
         "mesh": _fsdp_mesh(mesh),
@@ -134,7 +135,7 @@ def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) ->
     }
     if mp_policy is not None:
         kwargs["mp_policy"] = mp_policy
-    for layer in model.layers:
+    for layer in layers:
         fully_shard(layer, **kwargs)
     fully_shard(model, **kwargs)
     # Calling forward_logits directly must also gather the root parameters (embed, norm, lm_head).
