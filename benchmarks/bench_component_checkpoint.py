@@ -160,7 +160,8 @@ def _without_manifest(monkeypatch) -> None:
     """The staged save with its manifest step (fsync + sha256 of every file + manifest.json) removed."""
     from hyper_parallel import checkpointing
 
-    monkeypatch.setattr(checkpointing, "write_manifest", lambda folder, step: None)
+    monkeypatch.setattr(checkpointing, "write_manifest", lambda folder, step, precomputed=None: None)
+    monkeypatch.setattr(checkpointing, "_new_hasher", lambda folder: None)
 
 
 @pytest.mark.parametrize("manifest", ["with_manifest", "without_manifest"])
@@ -208,7 +209,7 @@ def main(rounds: int = 30) -> None:
     from hyper_parallel import checkpointing
 
     state = suite.trained_state(steps=_STEPS)
-    real = checkpointing.write_manifest
+    real = checkpointing.write_manifest, checkpointing._new_hasher
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
         for side in ("legacy", "component"):
             times: dict[str, list[float]] = {"with": [], "without": []}
@@ -216,12 +217,16 @@ def main(rounds: int = 30) -> None:
                 for mode in ("with", "without"):
                     out = str(Path(tmp) / f"{side}-{mode}-{i}")
                     run = _saver(state, side, out)
-                    checkpointing.write_manifest = real if mode == "with" else (lambda folder, step: None)
+                    if mode == "with":
+                        checkpointing.write_manifest, checkpointing._new_hasher = real
+                    else:
+                        checkpointing.write_manifest = lambda folder, step, precomputed=None: None
+                        checkpointing._new_hasher = lambda folder: None
                     start = time.perf_counter()
                     run()
                     if i >= 2:  # warm-up rounds
                         times[mode].append(time.perf_counter() - start)
-            checkpointing.write_manifest = real
+            checkpointing.write_manifest, checkpointing._new_hasher = real
             with_ms = statistics.median(times["with"]) * 1e3
             without_ms = statistics.median(times["without"]) * 1e3
             size = sum(

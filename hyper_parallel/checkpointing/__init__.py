@@ -34,8 +34,10 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 __all__ = [
@@ -50,7 +52,9 @@ __all__ = [
     "UnwritableDirError",
     "check_writable_dir",
     "commit_step_dir",
+    "discard_partial",
     "fault_point",
+    "file_written",
     "find_partials",
     "find_step_dirs",
     "partial_step_dir",
@@ -194,6 +198,78 @@ def _files_under(folder: str) -> list[str]:
     return sorted(out)
 
 
+# --------------------------------------------------------------------------- background hashing
+def _manifest_entry(path: str) -> dict[str, Any]:
+    fsync_path(path)
+    return {"size": os.path.getsize(path), "sha256": _sha256(path)}
+
+
+class _Hasher:
+    """Hashes the files of one staged folder in a background thread, as the coordinator writes them.
+
+    ``hashlib`` and file reads release the GIL, so hashing a file overlaps with serialising the
+    next one; the manifest then only waits for what is still running. Files it never saw (other
+    ranks' files, a ``.metadata`` written by another rank) are hashed at commit.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = os.path.abspath(folder)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-manifest")
+        self._futures: dict[str, Future] = {}
+
+    def add(self, path: str) -> None:
+        rel = os.path.relpath(os.path.abspath(path), self.folder).replace(os.sep, "/")
+        if rel not in self._futures and not rel.startswith(".."):
+            self._futures[rel] = self._pool.submit(_manifest_entry, path)
+
+    def collect(self) -> dict[str, dict[str, Any]]:
+        try:
+            return {rel: future.result() for rel, future in self._futures.items()}
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+_hashers: dict[str, _Hasher] = {}
+_hashers_lock = threading.Lock()
+
+
+def _new_hasher(folder: str) -> _Hasher | None:
+    return _Hasher(folder)
+
+
+def file_written(path: str) -> None:
+    """A save finished writing ``path`` (fsynced, final): hash it now if its folder is being staged."""
+    if not _hashers:
+        return
+    target = os.path.abspath(path)
+    with _hashers_lock:
+        for folder, hasher in _hashers.items():
+            if target.startswith(folder + os.sep):
+                hasher.add(target)
+                return
+
+
+def dcp_files_written(folder: str) -> None:
+    """``dcp.save`` into ``folder`` returned: every rank's shards and ``.metadata`` are final."""
+    if not _hashers:
+        return
+    with contextlib.suppress(OSError):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".distcp", ".metadata")):
+                file_written(os.path.join(folder, name))
+
+
+def discard_partial(partial: str) -> None:
+    """Stop hashing for a staged folder whose save failed (its folder stays, and is reported)."""
+    with _hashers_lock:
+        hasher = _hashers.pop(os.path.abspath(partial), None)
+    if hasher is not None:
+        hasher.close()
+
+
 # --------------------------------------------------------------------------- staging
 def partial_step_dir(output_dir: str, step: int) -> str:
     return os.path.join(output_dir, f"{PARTIAL_PREFIX}step_{step}")
@@ -207,20 +283,33 @@ def prepare_partial_dir(output_dir: str, step: int, *, coordinator: bool) -> str
     """
     partial = partial_step_dir(output_dir, step)
     if coordinator:
+        discard_partial(partial)
         if os.path.lexists(partial):
             logger.warning(f"Removing {partial}: left by a checkpoint save that did not finish")
             shutil.rmtree(partial, ignore_errors=False) if os.path.isdir(partial) else os.unlink(partial)
         os.makedirs(partial)
+        hasher = _new_hasher(partial)
+        if hasher is not None:
+            with _hashers_lock:
+                _hashers[hasher.folder] = hasher
     return partial
 
 
-def write_manifest(folder: str, step: int) -> dict[str, Any]:
-    """fsync and hash every file of ``folder``, then write ``manifest.json`` atomically, last."""
+def write_manifest(
+    folder: str, step: int, precomputed: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """fsync and hash every file of ``folder``, then write ``manifest.json`` atomically, last.
+
+    ``precomputed`` entries (from the background hasher) are reused when the size still matches.
+    """
+    precomputed = precomputed or {}
     files = {}
     for rel in _files_under(folder):
         path = os.path.join(folder, rel)
-        fsync_path(path)
-        files[rel] = {"size": os.path.getsize(path), "sha256": _sha256(path)}
+        entry = precomputed.get(rel)
+        if entry is None or entry["size"] != os.path.getsize(path):
+            entry = _manifest_entry(path)
+        files[rel] = entry
     for root, _dirs, _files in os.walk(folder):
         fsync_path(root)
     manifest = {"format": MANIFEST_FORMAT, "step": int(step), "files": files}
@@ -240,7 +329,9 @@ def write_manifest(folder: str, step: int) -> dict[str, Any]:
 
 def commit_step_dir(partial: str, final: str, step: int) -> None:
     """Manifest last, then rename ``partial`` to ``final`` (an older ``final`` is replaced)."""
-    write_manifest(partial, step)
+    with _hashers_lock:
+        hasher = _hashers.pop(os.path.abspath(partial), None)
+    write_manifest(partial, step, hasher.collect() if hasher is not None else None)
     parent = os.path.dirname(os.path.abspath(final))
     aside = None
     if os.path.lexists(final):

@@ -46,7 +46,11 @@ from hyper_parallel.checkpointing import (
     UnsafeCheckpointError,
     check_writable_dir,
     commit_step_dir,
+    dcp_files_written,
+    discard_partial,
     fault_point,
+    file_written,
+    partial_step_dir,
     prepare_partial_dir,
     resolve_checkpoint,
 )
@@ -125,6 +129,7 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> None:
             os.unlink(tmp)
         raise
     _sync_to_disk(folder)
+    file_written(path)
     fault_point(f"after:{name}")
 
 
@@ -320,6 +325,7 @@ class CheckpointManager(Configurable):
             else:
                 self._commit(partial, ckpt_dir, step)
         except self._lenient as exc:
+            discard_partial(partial_step_dir(self.config.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
         kind = "Async checkpoint issued" if async_save else "Saved checkpoint"
@@ -339,6 +345,7 @@ class CheckpointManager(Configurable):
             self._pending_step = step
         else:
             platform.dcp_save(merged, ckpt_dir)
+            dcp_files_written(ckpt_dir)
             fault_point("after:model")
 
     @staticmethod
@@ -384,6 +391,8 @@ class CheckpointManager(Configurable):
         try:
             if handle is not None:
                 get_platform().dcp_wait(handle)
+                if commit is not None:
+                    dcp_files_written(commit[0])
                 fault_point("after:model")
             if commit is not None:
                 self._commit(*commit)
@@ -504,7 +513,7 @@ class CheckpointManager(Configurable):
             shapes = platform.dcp_tensor_shapes(path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+        except Exception as exc:  # any failure means an unreadable file
             raise CheckpointCorruptError(
                 meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc

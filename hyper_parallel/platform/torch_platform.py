@@ -69,6 +69,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _refuse_crafted_metadata(checkpoint_id: str) -> None:
+    """Read ``.metadata`` once up front, so that a crafted one is reported as itself rather than
+    inside DCP's per-rank ``CheckpointException`` text; any other read failure is left to DCP."""
+    from hyper_parallel.platform.safe_dcp import UnsafePickleError, read_metadata
+
+    try:
+        read_metadata(checkpoint_id)
+    except UnsafePickleError:
+        raise
+    except Exception:  # DCP raises its own error for a missing or damaged file
+        pass
+
+
 class TorchPlatform:
     """Device, RNG, tensor, collective and optimizer access backed by torch."""
 
@@ -400,11 +413,9 @@ class TorchPlatform:
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.api import CheckpointException
 
-        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader, UnsafePickleError, read_metadata
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader, UnsafePickleError
 
-        # Read once up front so that a crafted file is reported as itself, not inside DCP's
-        # per-rank CheckpointException text.
-        read_metadata(checkpoint_id)
+        _refuse_crafted_metadata(checkpoint_id)
         try:
             dcp.load(
                 state_dict, checkpoint_id=checkpoint_id, storage_reader=SafeFileSystemReader(checkpoint_id)
@@ -438,9 +449,9 @@ class TorchPlatform:
         from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
         from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
 
-        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader, read_metadata
+        from hyper_parallel.platform.safe_dcp import SafeFileSystemReader
 
-        read_metadata(checkpoint_id)  # a crafted file is reported as itself (see dcp_load)
+        _refuse_crafted_metadata(checkpoint_id)
         state: dict[str, Any] = {}
         _load_state_dict(
             state,

@@ -36,7 +36,11 @@ from hyper_parallel.checkpointing import (
     UnsafeCheckpointError,
     check_writable_dir,
     commit_step_dir,
+    dcp_files_written,
+    discard_partial,
     fault_point,
+    file_written,
+    partial_step_dir,
     prepare_partial_dir,
     resolve_checkpoint,
 )
@@ -108,6 +112,7 @@ def atomic_write(path: str, writer: Callable[[str], None]) -> None:
             os.unlink(tmp)
         raise
     _fsync_path(directory)
+    file_written(path)
     fault_point(f"after:{name}")
 
 
@@ -128,7 +133,7 @@ def _load_pt(path: str) -> Any:
     """A ``.pt`` artifact (``weights_only=True``); unreadable is ``CheckpointCorruptError`` naming it."""
     try:
         return torch.load(path, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - zip, pickle and EOF errors all mean "unreadable"
+    except Exception as exc:  # zip, pickle and EOF errors all mean "unreadable"
         raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -246,6 +251,7 @@ class CheckpointCallback(Callback):
             else:
                 self._commit(partial, ckpt_dir, step)
         except LENIENT_ERRORS as exc:
+            discard_partial(partial_step_dir(self.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
         kind = "async checkpoint issued" if async_save else "Saved checkpoint"
@@ -279,6 +285,7 @@ class CheckpointCallback(Callback):
             self._pending_step = step
         else:
             dcp.save(model_sd, checkpoint_id=ckpt_dir)
+            dcp_files_written(ckpt_dir)
             fault_point("after:model")
 
     def _save_artifacts(self, ckpt_dir: str, state: Any) -> None:
@@ -319,6 +326,8 @@ class CheckpointCallback(Callback):
             if pending is not None:
                 future = getattr(pending, "upload_completion", pending)
                 future.result()
+                if commit is not None:
+                    dcp_files_written(commit[0])
                 fault_point("after:model")
             if commit is not None:
                 self._commit(*commit)
@@ -384,7 +393,7 @@ class CheckpointCallback(Callback):
             shapes = platform.dcp_tensor_shapes(load_path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+        except Exception as exc:  # any failure means an unreadable file
             raise CheckpointCorruptError(
                 meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc
