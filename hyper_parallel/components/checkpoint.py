@@ -180,7 +180,8 @@ class CheckpointManager(Configurable):
         """Legacy ``train.checkpoint`` fields under their YAML names.
 
         ``save_steps <= 0`` turns saving off (also at train end), as in the legacy callbacks;
-        an empty ``load_path`` means no resume.
+        an empty ``load_path`` means no resume; it names a ``step_<N>`` folder, or the run folder
+        (an ``output_dir``), which resumes from its newest complete ``step_<N>``.
         """
 
         output_dir: str = "outputs"
@@ -197,7 +198,9 @@ class CheckpointManager(Configurable):
             _check_type("save_async", self.save_async, (bool,), "a bool")
             _check_type("save_hf_weights", self.save_hf_weights, (bool,), "a bool")
             if self.load_path is not None:
-                _check_type("load_path", self.load_path, (str,), "a step_<N> folder path (str) or None")
+                _check_type(
+                    "load_path", self.load_path, (str,), "a step_<N> or run folder path (str) or None"
+                )
 
     def __init__(
         self,

@@ -204,7 +204,11 @@ class OptimizerConfig:
 
 @dataclass
 class CheckpointConfig:
-    """``train.checkpoint``: on by default (``save_steps=500``, HF export at train end)."""
+    """``train.checkpoint``: on by default (``save_steps=500``, HF export at train end).
+
+    ``load_path`` is a ``step_<N>`` folder, or a run folder (an ``output_dir``): then its newest
+    complete ``step_<N>`` (one with a matching ``manifest.json``) is resumed.
+    """
 
     output_dir: str = "outputs"
     save_steps: int = 500

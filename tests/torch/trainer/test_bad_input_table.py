@@ -695,3 +695,37 @@ def test_debug_env_shows_the_traceback(tmp_path):
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr
     assert "ValueError: Invalid value for 'train.global_batch_size'" in proc.stderr
+
+
+def test_a_failed_save_is_one_line_with_status_1(capsys):
+    from hyper_parallel.checkpointing import CheckpointSaveError
+    from hyper_parallel.entry import run_main
+
+    def failing() -> int:
+        raise CheckpointSaveError("/out/step_4", 4, OSError(28, "No space left on device"))
+
+    assert run_main("train_lm.py", failing) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "train_lm.py: error: checkpoint save to /out/step_4 failed at step 4: OSError: [Errno 28] No space "
+        "left on device; the run stops so that no later step trains without a checkpoint"
+    ]
+
+
+def test_a_bug_keeps_its_traceback_and_init_step_errors_are_unwrapped(capsys):
+    from hyper_parallel.entry import run_main
+    from hyper_parallel.trainer.hyper_trainer import InitStepError
+
+    def bug() -> int:
+        raise KeyError("not a usage error")
+
+    with pytest.raises(KeyError):
+        run_main("prog", bug)
+
+    def wrapped() -> int:
+        raise InitStepError(3, "dataloader", ValueError("data.max_seq_len: expected an int >= 1\n  got 0"))
+
+    assert run_main("prog", wrapped) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("prog: error: HyperTrainer init step 3/11 'dataloader' failed: ValueError: ")
+    assert "expected an int >= 1; got 0" in line
