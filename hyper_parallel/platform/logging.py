@@ -2,6 +2,8 @@
 
 Importing this module installs the four helpers on :class:`logging.Logger`. It lives in the
 platform layer so that components and the harness can use it without importing the trainer.
+``get_logger(name)`` is ``logging.getLogger(name)`` typed with the helpers, so that a type checker
+sees them (a plain ``logging.getLogger`` result is a ``Logger`` without them).
 """
 
 from __future__ import annotations
@@ -10,6 +12,20 @@ import functools
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+
+    class RankLogger(logging.Logger):
+        """A ``logging.Logger`` with the helpers this module installs (a type, never instantiated)."""
+
+        def info_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None: ...
+        def warning_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None: ...
+        def info_once(self, msg: str, *args: Any) -> None: ...
+        def warning_once(self, msg: str, *args: Any) -> None: ...
+
+else:
+    RankLogger = logging.Logger
 
 DEFAULT_FORMAT = "[%(asctime)s][rank%(rank)s][%(levelname)s] %(name)s: %(message)s"
 
@@ -65,6 +81,11 @@ def install_rank_helpers() -> None:
     logging.Logger.warning_rank0 = _warning_rank0  # type: ignore[attr-defined]
     logging.Logger.info_once = _info_once  # type: ignore[attr-defined]
     logging.Logger.warning_once = _warning_once  # type: ignore[attr-defined]
+
+
+def get_logger(name: str) -> RankLogger:
+    """``logging.getLogger(name)`` (the same object), typed with the rank-aware helpers."""
+    return cast(RankLogger, logging.getLogger(name))
 
 
 class _RankFilter(logging.Filter):
