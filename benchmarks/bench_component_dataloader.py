@@ -81,10 +81,16 @@ def _legacy_build(wrapper) -> None:
 def _new_setup(data_type: str, tokenizer):
     from hyper_parallel.components.dataloader import BaseDataLoader
 
-    config = BaseDataLoader.Config(
-        type=data_type, train_path=_PATHS[data_type], max_seq_len=64, micro_batch_size=2, shuffle=True
+    config = BaseDataLoader.Config(type=data_type, train_path=_PATHS[data_type], shuffle=True)
+    kwargs = dict(
+        seq_len=64,
+        local_batch_size=2,
+        global_batch_size=8,
+        seed=42,
+        tokenizer=None if data_type == "dummy" else tokenizer,
+        training_steps=100,
+        vocab_size=512,
     )
-    kwargs = dict(tokenizer=None if data_type == "dummy" else tokenizer, training_steps=100, vocab_size=512)
 
     def setup():
         return (config,), kwargs

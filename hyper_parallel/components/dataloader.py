@@ -1,9 +1,10 @@
 """Dataloader components: dataset, collate, DP sampler and a resumable loader in one object (RFC Part 3).
 
-``BaseDataLoader.Config`` carries the legacy ``data:`` fields plus the three ``train:`` fields the
-legacy loader reads (``micro_batch_size``, ``global_batch_size``, ``seed``), under their YAML names.
-Building it dispatches on ``type`` through one type -> class map that every subclass joins by
-declaring ``data_types``: ``BaseDataLoader.__new__`` picks the registered class, so the generic
+``BaseDataLoader.Config`` carries what is the dataloader's own (the legacy ``data:`` fields, under
+their YAML names). The sizes and the seed are the training loop's (``TrainingConfig``) and reach
+the loader as ``build(...)`` kwargs, as in torchtitan: ``seq_len``, ``local_batch_size``,
+``global_batch_size``, ``seed``, so each lives in one place. Building it dispatches on ``type``
+through one type -> class map that every subclass joins by declaring ``data_types``: ``BaseDataLoader.__new__`` picks the registered class, so the generic
 Config (the trainer's default) and ``BaseDataLoader(config)`` both yield the concrete loader, with
 no copy of the Config into another class. A concrete Config (``DummyDataLoader.Config``...) builds
 its own class.
@@ -99,24 +100,19 @@ class BaseDataLoader(Configurable):
 
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
-        """Legacy ``data:`` fields plus the ``train:`` batch/seed fields the loader reads (YAML names)."""
+        """The legacy ``data:`` fields that are the loader's own (YAML names); sizes come as kwargs."""
 
         type: str = "dummy"
         train_path: str | None = None
         subset: str | None = None
         train_size: int | None = None
         streaming: bool = False
-        max_seq_len: int = 2048
         text_key: str = "text"
         template: str = "empty"
         num_workers: int = 0
         prefetch_factor: int | None = None
         pin_memory: bool = True
         shuffle: bool = True
-        # From ``train:`` in the legacy YAML.
-        micro_batch_size: int = 1
-        global_batch_size: int = 8
-        seed: int = 42
 
     def __new__(cls, config: BaseDataLoader.Config | None = None, **kwargs: Any) -> BaseDataLoader:
         """Building the generic Config (or ``BaseDataLoader(config)``) yields the class for ``config.type``."""
@@ -138,13 +134,20 @@ class BaseDataLoader(Configurable):
         self,
         config: BaseDataLoader.Config,
         *,
+        seq_len: int,
+        local_batch_size: int,
+        global_batch_size: int,
+        seed: int,
         dp_world_size: int = 1,
         dp_rank: int = 0,
         tokenizer: Any = None,
-        seq_len: int | None = None,
         training_steps: int | None = None,
         vocab_size: int | None = None,
     ) -> None:
+        """``seq_len``, ``local_batch_size`` (samples per forward on one rank), ``global_batch_size``
+        (samples per optimizer step over all dp ranks) and ``seed`` (the sampler's shuffle seed) are
+        ``TrainingConfig``'s values (legacy ``data.max_seq_len``, ``train.micro_batch_size``,
+        ``train.global_batch_size``, ``train.seed``)."""
         name = type(self).__qualname__
         if not self.data_types:
             raise TypeError(
@@ -155,14 +158,14 @@ class BaseDataLoader(Configurable):
                 f"{name}.Config.type (data.type) is {config.type!r}, but {name} serves "
                 f"{', '.join(self.data_types)}; build BaseDataLoader.Config(type={config.type!r}) to dispatch"
             )
-        _check_positive("micro_batch_size", config.micro_batch_size)
-        _check_positive("global_batch_size", config.global_batch_size)
+        _check_positive("local_batch_size", local_batch_size)
+        _check_positive("global_batch_size", global_batch_size)
         _check_positive("dp_world_size", dp_world_size)
-        _check_positive("max_seq_len", config.max_seq_len if seq_len is None else seq_len)
-        if config.global_batch_size % (config.micro_batch_size * dp_world_size):
+        _check_positive("seq_len", seq_len)
+        if global_batch_size % (local_batch_size * dp_world_size):
             raise ValueError(
-                f"global_batch_size={config.global_batch_size} is not a multiple of micro_batch_size * "
-                f"dp_world_size = {config.micro_batch_size} * {dp_world_size}; expected the global batch to "
+                f"global_batch_size={global_batch_size} is not a multiple of local_batch_size * "
+                f"dp_world_size = {local_batch_size} * {dp_world_size}; expected the global batch to "
                 "split into whole micro batches on every data-parallel rank"
             )
         if not 0 <= dp_rank < dp_world_size:
@@ -172,7 +175,10 @@ class BaseDataLoader(Configurable):
         self.config = config
         self.dp_world_size = int(dp_world_size)
         self.dp_rank = int(dp_rank)
-        self.seq_len = config.max_seq_len if seq_len is None else int(seq_len)
+        self.seq_len = int(seq_len)
+        self.local_batch_size = int(local_batch_size)
+        self.global_batch_size = int(global_batch_size)
+        self.seed = int(seed)
         self.tokenizer = tokenizer
         self.training_steps = training_steps
         self.dataset = self._build_dataset(
@@ -187,7 +193,7 @@ class BaseDataLoader(Configurable):
             num_replicas=self.dp_world_size,
             rank=self.dp_rank,
             shuffle=config.shuffle,
-            seed=config.seed,
+            seed=self.seed,
             drop_last=True,
         )
         extra: dict[str, Any] = {}
@@ -195,7 +201,7 @@ class BaseDataLoader(Configurable):
             extra["prefetch_factor"] = config.prefetch_factor
         self.loader = platform.stateful_dataloader(
             self.dataset,
-            batch_size=config.micro_batch_size,
+            batch_size=self.local_batch_size,
             sampler=self.sampler,
             collate_fn=self.collate_fn,
             num_workers=config.num_workers,
@@ -205,11 +211,11 @@ class BaseDataLoader(Configurable):
             **extra,
         )
         # The global batch divides (checked above), so this is the exact number of micro batches.
-        self.grad_accum = max(config.global_batch_size // (config.micro_batch_size * self.dp_world_size), 1)
+        self.grad_accum = max(self.global_batch_size // (self.local_batch_size * self.dp_world_size), 1)
         logger.info_rank0(  # type: ignore[attr-defined]
             "%s: micro batch size %d, grad_accum %d, dataset length %d, dp rank %d of %d",
             name,
-            config.micro_batch_size,
+            self.local_batch_size,
             self.grad_accum,
             len(self.dataset),
             self.dp_rank,
@@ -281,7 +287,7 @@ class DummyDataLoader(BaseDataLoader):
                 "training_steps * global_batch_size samples"
             )
         vocab = DEFAULT_VOCAB_SIZE if vocab_size is None else int(vocab_size)
-        num_samples = int(training_steps) * int(self.config.global_batch_size)
+        num_samples = int(training_steps) * self.global_batch_size
         logger.info_rank0(  # type: ignore[attr-defined]
             "dummy dataloader: %d samples, seq_len=%d, vocab=%d", num_samples, self.seq_len, vocab
         )
@@ -328,12 +334,12 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         tokenized = tokenized.filter(_has_tokens)
         dataset = TokenizedDataset(tokenized)
 
-        full_batches = len(dataset) // max(int(cfg.global_batch_size), 1)
+        full_batches = len(dataset) // self.global_batch_size
         steps = full_batches if training_steps is None else min(int(training_steps), full_batches)
         if steps == 0:
             raise ValueError(
                 f"train_path={cfg.train_path!r} gives {len(dataset)} samples after tokenisation with "
-                f"global_batch_size={cfg.global_batch_size} and training_steps={training_steps}: the "
+                f"global_batch_size={self.global_batch_size} and training_steps={training_steps}: the "
                 "training steps would be 0; expected at least one full global batch"
             )
         self.training_steps = steps

@@ -43,13 +43,7 @@ def debug() -> TrainerConfig:  # HyperTrainer.Config is TrainerConfig
     return HyperTrainer.Config(
         model_spec=model_spec("debug"),
         tokenizer=HuggingFaceTokenizer.Config(),  # unused: dummy data needs no tokenizer
-        dataloader=BaseDataLoader.Config(
-            type="dummy",
-            max_seq_len=seq_len,
-            micro_batch_size=micro_batch,
-            global_batch_size=global_batch,
-            seed=seed,
-        ),
+        dataloader=BaseDataLoader.Config(type="dummy"),
         optimizer=OptimizersContainer.Config(lr=1e-3, weight_decay=0.01),
         lr_scheduler=LRSchedulersContainer.Config(lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-4),
         loss=CrossEntropyLoss.Config(),

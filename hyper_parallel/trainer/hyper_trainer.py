@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
+from hyper_parallel.components.dataloader import data_parallel_rank
 from hyper_parallel.config import effective_seed
 from hyper_parallel.platform import get_platform
 from hyper_parallel.protocols import Configurable, verify_module_protocol
@@ -118,20 +119,19 @@ class HyperTrainer(BaseTrainer, Configurable):
             return
         self.tokenizer = cfg.tokenizer.build(vocab_size=self.spec.model.vocab_size)
 
-    def _dp_rank(self) -> int:
-        """DP axes are outermost in the mesh: the data rank is ``rank // (tp*cp*pp*ep)``."""
-        rank = get_platform().get_rank()
-        non_dp = self.parallel_dims.non_dp_size
-        return rank // non_dp if non_dp > 1 else rank
-
     def _init_dataloader(self) -> None:
+        """Sizes and seed are ``training``'s; the data rank is the dataloader module's one rule."""
         cfg = self.config
+        training = cfg.training
         self.dataloader = cfg.dataloader.build(
+            seq_len=training.seq_len,
+            local_batch_size=training.local_batch_size,
+            global_batch_size=training.global_batch_size,
+            seed=training.seed,
             dp_world_size=self.parallel_dims.dp_size,
-            dp_rank=self._dp_rank(),
+            dp_rank=data_parallel_rank(get_platform().get_rank(), self.parallel_dims.non_dp_size),
             tokenizer=self.tokenizer,
-            seq_len=cfg.training.seq_len,
-            training_steps=cfg.training.steps,
+            training_steps=training.steps,
             vocab_size=self.spec.model.vocab_size,
         )
         # The dataset may change the horizon (hf/json shrink it, preset_pt resets it); the LR

@@ -1,7 +1,7 @@
 """Legacy YAML ``args`` -> ``HyperTrainer.Config``: one field-by-field table, reviewed against the schema.
 
 Every leaf of the legacy schema (``trainer.config.legacy_field_paths()``) is either in
-``FIELD_MAP`` (copied, possibly transformed, into one or more new Config fields) or in
+``FIELD_MAP`` (copied, possibly transformed, into exactly one new Config field) or in
 ``UNMAPPED`` with the reason; ``DERIVED`` lists the legacy fields that a computed value reads
 (the model spec, the tokenizer path, the shard degree). A test fails when the schema gains a field
 that none of the three mentions, so every new legacy field needs a decision.
@@ -49,25 +49,28 @@ def _tuple(value: Any) -> tuple:
 
 @dataclass(frozen=True)
 class FieldRule:
-    """Copy legacy ``source`` into each new ``targets`` path (``section.field``), via ``transform``."""
+    """Copy legacy ``source`` into the one new ``target`` path (``section.field``), via ``transform``.
+
+    One target only: a legacy field that fed two new fields would be a setting in two places.
+    """
 
     source: str
-    targets: tuple[str, ...]
+    target: str
     transform: Callable[[Any], Any] | None = None
 
 
-def _rule(source: str, *targets: str, transform: Callable[[Any], Any] | None = None) -> FieldRule:
-    return FieldRule(source, targets, transform)
+def _rule(source: str, target: str, transform: Callable[[Any], Any] | None = None) -> FieldRule:
+    return FieldRule(source, target, transform)
 
 
 FIELD_MAP: tuple[FieldRule, ...] = (
-    # ---- data -> dataloader (+ training.seq_len)
+    # ---- data -> dataloader (max_seq_len is the training loop's: training.seq_len)
     _rule("data.type", "dataloader.type"),
     _rule("data.train_path", "dataloader.train_path"),
     _rule("data.subset", "dataloader.subset"),
     _rule("data.train_size", "dataloader.train_size"),
     _rule("data.streaming", "dataloader.streaming"),
-    _rule("data.max_seq_len", "dataloader.max_seq_len", "training.seq_len"),
+    _rule("data.max_seq_len", "training.seq_len"),
     _rule("data.text_key", "dataloader.text_key"),
     _rule("data.template", "dataloader.template"),
     _rule("data.num_workers", "dataloader.num_workers"),
@@ -81,9 +84,9 @@ FIELD_MAP: tuple[FieldRule, ...] = (
     # ---- train loop
     _rule("train.max_steps", "training.steps"),
     _rule("train.num_train_epochs", "training.num_train_epochs"),
-    _rule("train.global_batch_size", "training.global_batch_size", "dataloader.global_batch_size"),
-    _rule("train.micro_batch_size", "training.local_batch_size", "dataloader.micro_batch_size"),
-    _rule("train.seed", "training.seed", "dataloader.seed"),
+    _rule("train.global_batch_size", "training.global_batch_size"),
+    _rule("train.micro_batch_size", "training.local_batch_size"),
+    _rule("train.seed", "training.seed"),
     _rule("train.init_device", "training.init_device"),
     _rule("train.comm_backend", "comm.backend"),
     # ---- accelerator -> parallelism (dp_shard is DERIVED: it falls back to the legacy dp)
@@ -236,8 +239,7 @@ def legacy_to_trainer_config(args: Any):
         value = _read(args, rule.source)
         if rule.transform is not None:
             value = rule.transform(value)
-        for target in rule.targets:
-            _put(tree, target, value)
+        _put(tree, rule.target, value)
 
     acc = args.train.accelerator
     dp_shard = acc.dp_shard if acc.dp_shard is not None else acc.dp

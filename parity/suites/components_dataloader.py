@@ -114,16 +114,12 @@ def _new_side(
     tokenizer = None
     if data_type in ("hf_datasets", "json_file"):
         tokenizer = local_tokenizer()
-    config = BaseDataLoader.Config(
-        type=data_type,
-        train_path=train_path,
-        max_seq_len=_SEQ,
-        shuffle=shuffle,
-        micro_batch_size=_MBS,
+    config = BaseDataLoader.Config(type=data_type, train_path=train_path, shuffle=shuffle)
+    loader = config.build(
+        seq_len=_SEQ,
+        local_batch_size=_MBS,
         global_batch_size=_GBS,
         seed=seed,
-    )
-    loader = config.build(
         dp_world_size=world_size // tp,
         dp_rank=data_parallel_rank(rank, tp),
         tokenizer=tokenizer,

@@ -106,12 +106,14 @@ def _optimizer(**fields):
     return _new(lambda tmp: OptimizersContainer.Config(**fields))
 
 
-def _dummy_loader(dp_world_size: int = 1, **fields):
+def _dummy_loader(dp_world_size: int = 1, **sizes):
+    """The dummy loader with TrainingConfig's sizes (build kwargs) overridden by ``sizes``."""
     from hyper_parallel.components.dataloader import DummyDataLoader
 
+    kwargs = {"seq_len": 8, "local_batch_size": 1, "global_batch_size": 8, "seed": 42, **sizes}
     return _new(
-        lambda tmp: DummyDataLoader.Config(**fields).build(
-            training_steps=1, dp_world_size=dp_world_size, dp_rank=0, vocab_size=64
+        lambda tmp: DummyDataLoader.Config().build(
+            **kwargs, training_steps=1, dp_world_size=dp_world_size, dp_rank=0, vocab_size=64
         )
     )
 
@@ -540,9 +542,9 @@ ROWS: list[Row] = [
     Row(
         "new-loader-not-split-over-dp",
         "new",
-        _dummy_loader(dp_world_size=3, micro_batch_size=2),
+        _dummy_loader(dp_world_size=3, local_batch_size=2),
         ValueError,
-        r"global_batch_size=8 is not a multiple of micro_batch_size \* dp_world_size = 2 \* 3",
+        r"global_batch_size=8 is not a multiple of local_batch_size \* dp_world_size = 2 \* 3",
     ),
     Row(
         "new-loader-gbs-zero",
@@ -554,9 +556,9 @@ ROWS: list[Row] = [
     Row(
         "new-loader-seq-len-zero",
         "new",
-        _dummy_loader(max_seq_len=0),
+        _dummy_loader(seq_len=0),
         ValueError,
-        r"max_seq_len must be an integer >= 1, got 0",
+        r"seq_len must be an integer >= 1, got 0",
     ),
     Row(
         "new-output-dir-is-a-file",

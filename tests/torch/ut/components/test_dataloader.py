@@ -50,7 +50,6 @@ DATA_FIELDS = (
     "subset",
     "train_size",
     "streaming",
-    "max_seq_len",
     "text_key",
     "template",
     "num_workers",
@@ -58,7 +57,8 @@ DATA_FIELDS = (
     "pin_memory",
     "shuffle",
 )
-TRAIN_FIELDS = ("micro_batch_size", "global_batch_size", "seed")
+# The loop's sizes and seed: TrainingConfig's fields, handed to build() as kwargs.
+SIZES = dict(seq_len=8, local_batch_size=1, global_batch_size=8, seed=42)
 TEXT_ARGS = {
     "hf_datasets": (f"--data.train_path={assets.text_jsonl()}", "--data.type=hf_datasets"),
     "json_file": (f"--data.train_path={assets.alpaca_json()}", "--data.type=json_file"),
@@ -93,10 +93,18 @@ def legacy_trainer(*overrides: str, world_size: int = 1, rank: int = 0, max_step
 
 
 def config_from_legacy(args) -> BaseDataLoader.Config:
-    """The legacy -> new mapping: ``data.<f>`` and ``train.<f>`` under the same names."""
-    values = {name: getattr(args.data, name) for name in DATA_FIELDS}
-    values.update({name: getattr(args.train, name) for name in TRAIN_FIELDS})
-    return BaseDataLoader.Config(**values)
+    """The legacy -> new mapping of the loader's own fields: ``data.<f>`` under the same names."""
+    return BaseDataLoader.Config(**{name: getattr(args.data, name) for name in DATA_FIELDS})
+
+
+def sizes_from_legacy(args) -> dict:
+    """The build kwargs that are the training loop's (TrainingConfig): sizes and seed."""
+    return dict(
+        seq_len=args.data.max_seq_len,
+        local_batch_size=args.train.micro_batch_size,
+        global_batch_size=args.train.global_batch_size,
+        seed=args.train.seed,
+    )
 
 
 def new_loader(*overrides: str, world_size: int = 1, rank: int = 0, tokenizer=None, **build_kwargs):
@@ -104,6 +112,7 @@ def new_loader(*overrides: str, world_size: int = 1, rank: int = 0, tokenizer=No
     args = legacy_args(*overrides)
     dims = ParallelDims.from_config(args.train.accelerator, world_size=world_size)
     kwargs = dict(
+        **sizes_from_legacy(args),
         dp_world_size=dims.dp_size,
         dp_rank=data_parallel_rank(rank, dims.non_dp_size),
         tokenizer=tokenizer,
@@ -443,9 +452,26 @@ def test_config_fields_and_defaults_mirror_the_legacy_schema():
     defaults = BaseDataLoader.Config()
     for name in DATA_FIELDS:
         assert getattr(defaults, name) == getattr(schema.data, name), name
-    for name in TRAIN_FIELDS:
-        assert getattr(defaults, name) == getattr(schema.train, name), name
-    assert defaults.seed == 42  # the schema default, not the sampler's code fallback 0
+
+
+def test_sizes_and_seed_are_not_dataloader_settings():
+    """They live in TrainingConfig only and arrive as build kwargs (one setting, one place)."""
+    from hyper_parallel.config import TrainingConfig
+
+    fields = set(BaseDataLoader.Config.__dataclass_fields__)
+    assert not fields & {
+        "max_seq_len",
+        "seq_len",
+        "micro_batch_size",
+        "local_batch_size",
+        "global_batch_size",
+        "seed",
+    }
+    training = TrainingConfig()
+    schema = legacy_args(config=None)
+    assert training.seed == schema.train.seed == 42  # the schema default, not the sampler's code fallback 0
+    with pytest.raises(TypeError, match="seed"):
+        DummyDataLoader.Config().build(training_steps=1, seq_len=4, local_batch_size=1, global_batch_size=8)
 
 
 @pytest.mark.parametrize(
@@ -464,16 +490,16 @@ def test_generic_config_dispatches_on_type(tokenizer, tmp_path, data_type, cls):
         "json_file": str(assets.alpaca_json()),
         "preset_pt": str(assets.preset_pt(tmp_path / "p.pt")),
     }[data_type]
-    config = BaseDataLoader.Config(type=data_type, train_path=path, max_seq_len=8)
-    loader = config.build(tokenizer=tokenizer, training_steps=2)
+    config = BaseDataLoader.Config(type=data_type, train_path=path)
+    loader = config.build(**SIZES, tokenizer=tokenizer, training_steps=2)
     assert type(loader) is cls and loader.config.type == data_type
     assert dl.loader_class(data_type) is cls
-    direct = BaseDataLoader(config=config, tokenizer=tokenizer, training_steps=2)
+    direct = BaseDataLoader(config=config, **SIZES, tokenizer=tokenizer, training_steps=2)
     assert type(direct) is cls
 
 
 def test_default_configs():
-    assert type(BaseDataLoader.Config().build(training_steps=1, seq_len=4)) is DummyDataLoader
+    assert type(BaseDataLoader.Config().build(**SIZES, training_steps=1)) is DummyDataLoader
     assert DummyDataLoader.Config().type == "dummy"
     assert HuggingFaceTextDataLoader.Config().type == "hf_datasets"
     assert PresetPtDataLoader.Config().type == "preset_pt"
@@ -482,7 +508,7 @@ def test_default_configs():
 
 def test_unknown_type_names_the_field_and_the_supported_types():
     with pytest.raises(ValueError) as err:
-        BaseDataLoader.Config(type="parquet").build(training_steps=1)
+        BaseDataLoader.Config(type="parquet").build(**SIZES, training_steps=1)
     message = str(err.value)
     assert "'parquet'" in message and "BaseDataLoader.Config.type" in message and "data.type" in message
     assert "dummy, hf_datasets, json_file, preset_pt" in message
@@ -490,29 +516,29 @@ def test_unknown_type_names_the_field_and_the_supported_types():
 
 def test_errors_name_the_field():
     with pytest.raises(ValueError, match=r"DummyDataLoader.Config.type .*'preset_pt'.*serves dummy"):
-        DummyDataLoader.Config(type="preset_pt").build(training_steps=1)
+        DummyDataLoader.Config(type="preset_pt").build(**SIZES, training_steps=1)
     with pytest.raises(ValueError, match="needs training_steps"):
-        DummyDataLoader.Config().build()
+        DummyDataLoader.Config().build(**SIZES)
     with pytest.raises(ValueError, match="data.type=hf_datasets needs a tokenizer"):
-        HuggingFaceTextDataLoader.Config(train_path=str(assets.text_jsonl())).build()
+        HuggingFaceTextDataLoader.Config(train_path=str(assets.text_jsonl())).build(**SIZES)
     with pytest.raises(ValueError, match="data.type=preset_pt needs train_path"):
-        PresetPtDataLoader.Config().build()
+        PresetPtDataLoader.Config().build(**SIZES)
     with pytest.raises(FileNotFoundError, match="data.train_path"):
-        PresetPtDataLoader.Config(train_path="/nonexistent/p.pt").build()
+        PresetPtDataLoader.Config(train_path="/nonexistent/p.pt").build(**SIZES)
     with pytest.raises(ValueError, match=r"dp_rank must be in \[0, dp_world_size=2\)"):
-        DummyDataLoader.Config().build(training_steps=1, dp_world_size=2, dp_rank=2)
-    with pytest.raises(ValueError, match="micro_batch_size must be an integer >= 1"):
-        DummyDataLoader.Config(micro_batch_size=0).build(training_steps=1)
+        DummyDataLoader.Config().build(**SIZES, training_steps=1, dp_world_size=2, dp_rank=2)
+    with pytest.raises(ValueError, match="local_batch_size must be an integer >= 1"):
+        DummyDataLoader.Config().build(**{**SIZES, "local_batch_size": 0}, training_steps=1)
     with pytest.raises(ValueError, match="repeat config field"):
-        BaseDataLoader.Config().build(training_steps=1, seed=3)
+        BaseDataLoader.Config().build(**SIZES, training_steps=1, shuffle=False)
     with pytest.raises(NotImplementedError, match="streaming"):
         HuggingFaceTextDataLoader.Config(train_path=str(assets.text_jsonl()), streaming=True).build(
-            tokenizer=object()
+            **SIZES, tokenizer=object()
         )
 
 
 def test_pin_memory_guard_and_prefetch_only_with_workers():
-    loader = DummyDataLoader.Config(pin_memory=True, prefetch_factor=4, max_seq_len=4).build(training_steps=1)
+    loader = DummyDataLoader.Config(pin_memory=True, prefetch_factor=4).build(**SIZES, training_steps=1)
     assert loader.loader.pin_memory is (get_platform().device_type() != "cpu")
     assert loader.loader.prefetch_factor is None  # no workers: not passed
 

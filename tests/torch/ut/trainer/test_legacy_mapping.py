@@ -49,7 +49,6 @@ def test_a_new_legacy_field_would_fail(monkeypatch):
         ("--train.optimizer.betas=[0.8,0.9]", "optimizer.betas", (0.8, 0.9)),
         ("--train.optimizer.lr_warmup_ratio=0.25", "lr_scheduler.lr_warmup_ratio", 0.25),
         ("--train.optimizer.max_grad_norm=2.0", "training.max_norm", 2.0),
-        ("--train.micro_batch_size=4", "dataloader.micro_batch_size", 4),
         ("--train.micro_batch_size=4", "training.local_batch_size", 4),
         ("--data.max_seq_len=32", "training.seq_len", 32),
         ("--train.gradient_checkpointing.activation_checkpoint=full", "activation_checkpoint.mode", "full"),
@@ -87,3 +86,11 @@ def test_model_spec_carries_the_merged_model_config():
     model = config.model_spec.model
     assert (model.num_hidden_layers, model.head_dim, model.vocab_size) == (3, 16, 2048)
     assert config.model_spec.flavor == "debug"
+
+
+def test_each_legacy_field_lands_in_one_place_and_no_place_has_two_sources():
+    """One setting, one place: a rule has one target, and no two rules write the same target."""
+    targets = [rule.target for rule in FIELD_MAP]
+    assert len(targets) == len(set(targets)), sorted({t for t in targets if targets.count(t) > 1})
+    for moved in ("dataloader.max_seq_len", "dataloader.micro_batch_size", "dataloader.global_batch_size"):
+        assert moved not in targets

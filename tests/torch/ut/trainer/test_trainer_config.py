@@ -230,7 +230,7 @@ def poly_module(monkeypatch: pytest.MonkeyPatch) -> str:
     def chunked() -> TrainerConfig:
         return TrainerConfig(
             loss=ChunkedCELoss.Config(chunks=4),
-            dataloader=DummyDataLoader.Config(max_seq_len=32),
+            dataloader=DummyDataLoader.Config(shuffle=False),
         )
 
     name = "hp_test_recipes.poly"
@@ -250,7 +250,7 @@ def test_polymorphic_defaults_keep_their_concrete_class():
 def test_polymorphic_recipe_default_exposes_the_subclass_fields(poly_module, capsys):
     config = parse("--module", poly_module, "--config", "chunked", "--loss.chunks", "3")
     assert type(config.loss) is ChunkedCELoss.Config and config.loss.chunks == 3
-    assert type(config.dataloader) is DummyDataLoader.Config and config.dataloader.max_seq_len == 32
+    assert type(config.dataloader) is DummyDataLoader.Config and config.dataloader.shuffle is False
     # The root tree's loss is CrossEntropyLoss: it has no chunks.
     code, err = exit_code_and_stderr(capsys, "--loss.chunks", "3")
     assert code == 2 and "--loss.chunks" in err
