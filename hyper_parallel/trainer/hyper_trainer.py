@@ -15,7 +15,7 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.components.dataloader import data_parallel_rank
@@ -56,6 +56,20 @@ class InitStepError(RuntimeError):
         )
         self.index = index
         self.step = step
+
+
+def _legacy_only(name: str, instead: str) -> Callable[..., NoReturn]:
+    """A ``BaseTrainer`` method that HyperTrainer does not use: calling it says what to use instead."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        raise NotImplementedError(
+            f"{type(self).__name__}.{name}() is a legacy BaseTrainer step that HyperTrainer does not use; "
+            f"use {instead}"
+        )
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Not used by HyperTrainer (legacy ``BaseTrainer.{name}``): use {instead}."
+    return method
 
 
 class HyperTrainer(BaseTrainer, Configurable):
@@ -220,6 +234,79 @@ class HyperTrainer(BaseTrainer, Configurable):
         # The legacy state keeps the records of logged steps; here the processor owns that list.
         self.state.log_history = self.metrics.history
 
+    # ------------------------------------------------ the legacy callback API (user callbacks)
+    # The legacy built-in callbacks are components here (metrics, checkpoint, profiler); what a
+    # migrating user still calls is ``add_callback`` with a ``callbacks.base.Callback``. Its hooks
+    # get the same events, with the same arguments, at the same points as on ``LLMTrainer``
+    # (``parity/suites/e2e_callbacks.py`` records both sequences and compares them).
+
+    @property
+    def user_callbacks(self) -> list:
+        """The callbacks given to ``add_callback``, in order (created on first use)."""
+        callbacks = self.__dict__.get("_user_callbacks")
+        if callbacks is None:
+            callbacks = self.__dict__["_user_callbacks"] = []
+        return callbacks
+
+    @user_callbacks.setter
+    def user_callbacks(self, callbacks: list) -> None:
+        self.__dict__["_user_callbacks"] = callbacks
+
+    def _dispatch(self, hook: str, **kwargs: Any) -> None:
+        """``hook(state, **kwargs)`` on each user callback; free when there is none."""
+        callbacks = self.__dict__.get("_user_callbacks")
+        if callbacks:
+            state = self.state
+            for callback in callbacks:
+                getattr(callback, hook)(state, **kwargs)
+
+    def _resolved_load_path(self, step: int) -> str:
+        """The folder ``checkpoint.load()`` read: ``load_path`` itself, or its ``step_<N>`` (a run folder)."""
+        path = self.checkpointer.config.load_path
+        inner = os.path.join(path, f"step_{step}")
+        return inner if os.path.isdir(inner) else path
+
+    # Legacy build steps and helpers that HyperTrainer inherits from BaseTrainer but does not use:
+    # each fails with its replacement named, instead of an AttributeError from inside.
+    _setup = _legacy_only(
+        "_setup", "the 'setup_distributed' init step (HyperTrainer.Config.parallelism, comm)"
+    )
+    _build_model = _legacy_only(
+        "_build_model", "HyperTrainer.Config.model_spec (the 'build_model' init step)"
+    )
+    _freeze_model = _legacy_only("_freeze_model", "HyperTrainer.Config.training.freeze_modules")
+    _build_model_assets = _legacy_only(
+        "_build_model_assets", "HyperTrainer.Config.tokenizer (trainer.tokenizer)"
+    )
+    _build_data_transform = _legacy_only("_build_data_transform", "HyperTrainer.Config.dataloader")
+    _build_dataset = _legacy_only("_build_dataset", "HyperTrainer.Config.dataloader")
+    _build_collate_fn = _legacy_only("_build_collate_fn", "HyperTrainer.Config.dataloader")
+    _build_dataloader = _legacy_only(
+        "_build_dataloader", "HyperTrainer.Config.dataloader (trainer.dataloader)"
+    )
+    _make_micro_batch_iterator = _legacy_only(
+        "_make_micro_batch_iterator", "trainer.dataloader.micro_batch_iterator()"
+    )
+    _group_micro_batches = _legacy_only("_group_micro_batches", "trainer.dataloader.micro_batch_iterator()")
+    _build_parallelized_model = _legacy_only(
+        "_build_parallelized_model",
+        "HyperTrainer.Config.model_spec.parallelize_fn (the 'parallelize' init step)",
+    )
+    _post_parallelize = _legacy_only("_post_parallelize", "the 'materialize' init step")
+    _materialize_and_init_shards = _legacy_only(
+        "_materialize_and_init_shards", "the 'materialize' init step (model.init_weights)"
+    )
+    _build_optimizer = _legacy_only("_build_optimizer", "HyperTrainer.Config.optimizer (trainer.optimizer)")
+    _build_lr_scheduler = _legacy_only(
+        "_build_lr_scheduler", "HyperTrainer.Config.lr_scheduler (trainer.lr_scheduler)"
+    )
+    _build_training_context = _legacy_only(
+        "_build_training_context", "HyperTrainer.Config.training.enable_mixed_precision"
+    )
+    _init_callbacks = _legacy_only(
+        "_init_callbacks", "trainer.add_callback(...); metrics, checkpoint and profiler are components"
+    )
+
     # ------------------------------------------------------------ train step
     def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):
         platform = get_platform()
@@ -253,6 +340,7 @@ class HyperTrainer(BaseTrainer, Configurable):
             loss_sum += value * tok
             arith_sum += value
             tok_local += tok
+            self._dispatch("on_substep_end")
 
         clip: Callable = self.spec.clip_grad_fn or platform.clip_grad_norm
         grad_norm = platform.full_tensor(clip(self.model.parameters(), self.config.training.max_norm)).item()
@@ -261,6 +349,7 @@ class HyperTrainer(BaseTrainer, Configurable):
             raise RuntimeError(
                 f"grad norm is {grad_norm} at step {self.state.global_step} (debug.check_nan_inf is on)"
             )
+        self._dispatch("on_pre_optimizer_step", grad_norm=grad_norm)
 
         self.optimizer.step()
         self.lr_scheduler.step()
@@ -278,6 +367,7 @@ class HyperTrainer(BaseTrainer, Configurable):
 
     # ------------------------------------------------------------------ train
     def train(self) -> None:
+        """The legacy loop; user callbacks get the legacy events at the legacy points (see ``_dispatch``)."""
         cfg = self.config
         state = self.state
         gc_steps = cfg.debug.gc_steps
@@ -291,37 +381,54 @@ class HyperTrainer(BaseTrainer, Configurable):
                 step, epoch = self.checkpointer.load()
                 if step > 0:
                     state.global_step, state.epoch = step, epoch
+                if self.checkpointer.config.load_path:
+                    # Legacy: the checkpoint callback resumes inside on_train_begin, before user callbacks.
+                    self._dispatch("on_load", checkpoint_dir=self._resolved_load_path(step))
+                self._dispatch("on_train_begin")
+                if step > 0:
                     logger.info_rank0("Resuming training from step %d", state.global_step)
+                log_steps = self.metrics.log_steps
                 for epoch in range(cfg.training.num_train_epochs):
                     if state.global_step >= state.max_steps:
                         break
                     state.epoch = epoch
                     self.dataloader.set_epoch(epoch)
+                    self._dispatch("on_epoch_begin")
                     it = self.dataloader.micro_batch_iterator()
                     while state.global_step < state.max_steps:
                         self.metrics.start_step()
+                        self._dispatch("on_step_begin")
                         try:
                             out = self.train_step(it)
                         except StopIteration:
                             logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
                             break
-                        self.metrics.log(
+                        record = self.metrics.log(
                             state.global_step,
                             loss=out["loss"],
                             grad_norm=out["grad_norm"],
                             lr=self.lr_scheduler.get_last_lr()[0],
                             global_tokens=self._last_global_tokens,
                         )
+                        if state.global_step % log_steps == 0:
+                            self._dispatch("on_log", metrics=dict(record))
                         self.last_step_metrics = out
                         if prof is not None:
                             prof.step()
-                        self.checkpointer.maybe_save(state.global_step, state.epoch)
+                        saved = self.checkpointer.maybe_save(state.global_step, state.epoch)
+                        if saved is not None:
+                            self._dispatch("on_save", checkpoint_dir=saved)
                         if gc_steps > 0 and state.global_step % gc_steps == 0:
                             gc.collect()
-                self.checkpointer.save_final(state.global_step, state.epoch)
+                        self._dispatch("on_step_end", loss=out["loss"], grad_norm=out["grad_norm"])
+                    self._dispatch("on_epoch_end")
+                saved = self.checkpointer.save_final(state.global_step, state.epoch)
+                if saved is not None:
+                    self._dispatch("on_save", checkpoint_dir=saved)
         finally:
             self.metrics.close()
             if gc_steps > 0:
                 gc.enable()
+        self._dispatch("on_train_end")
         get_platform().destroy_process_group()
         logger.info_rank0("Training completed")

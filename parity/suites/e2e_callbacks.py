@@ -1,0 +1,124 @@
+"""User callbacks: ``LLMTrainer`` and ``HyperTrainer`` dispatch the same events, arguments and order (tier A).
+
+A migrating user hands a legacy callback (``hyper_parallel.trainer.callbacks.base.Callback``) to
+``trainer.add_callback``. Both trainers train the debug recipe from the same YAML with a recording
+callback; the record is the whole event sequence of the user's view: each hook's name (the key of its
+entry), the trainer state it sees (``global_step``, ``epoch``, ``max_steps``) and its keyword arguments in
+canonical form (floats as float leaves, tensors by canonical hash, the ``on_log`` metrics with the
+values of the deterministic keys and the types of the others, checkpoint folders relative to the
+run's folder). Each run trains, saves, and then resumes from its run folder, so ``on_save`` and
+``on_load`` are in the sequence as well as the step, micro-batch and log events.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from parity import canonical
+from parity.cases import REGISTRY
+from parity.legacy_driver import legacy_args
+from parity.suites.e2e_trainer import _workdir
+
+__all__ = ["EventRecorder", "legacy_events", "new_events", "run_events"]
+
+# on_log metrics whose values are the same in every run; the others (step time, throughput) are
+# compared by key and type only.
+DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
+
+
+class EventRecorder:
+    """A user callback that records every hook a trainer calls on it, in order.
+
+    Any ``on_*`` attribute is a recording hook, so a hook that one trainer dispatches and the other
+    does not still shows up in the sequence.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.events: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+
+        def hook(state: Any, **kwargs: Any) -> None:
+            # Keyed by the hook's name, so that an event out of place is a missing/extra key that
+            # names both events (a difference path reads ``events.fresh[12].on_save``).
+            self.events.append(
+                {
+                    name: {
+                        "step": state.global_step,
+                        "epoch": state.epoch,
+                        "max_steps": state.max_steps,
+                        "args": {key: self._arg(key, value) for key, value in sorted(kwargs.items())},
+                    }
+                }
+            )
+
+        return hook
+
+    def _arg(self, key: str, value: Any) -> Any:
+        if key == "checkpoint_dir" and isinstance(value, str):
+            return os.path.relpath(value, self.root)
+        if key == "metrics" and isinstance(value, dict):
+            return canonical.metrics(value, deterministic=DETERMINISTIC_METRICS)
+        return canonical.canonicalise(value, f"args.{key}")
+
+
+def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
+    args = legacy_args(f"--train.checkpoint.output_dir={root}/ckpt", *overrides)
+    recorder = EventRecorder(root)
+    if kind == "legacy":
+        from hyper_parallel.trainer import LLMTrainer
+
+        trainer: Any = LLMTrainer(args)
+    else:
+        from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
+
+        trainer = legacy_to_trainer_config(args).build()
+    trainer.add_callback(recorder)
+    trainer.train()
+    return recorder.events
+
+
+def run_events(
+    kind: str, *, steps: int, save_steps: int, log_steps: int, global_batch_size: int
+) -> dict[str, Any]:
+    """``kind`` ("legacy" or "new") trains ``steps`` steps, then resumes from its run folder for one more."""
+    common = (
+        f"--train.checkpoint.save_steps={save_steps}",
+        f"--train.logging.log_steps={log_steps}",
+        f"--train.global_batch_size={global_batch_size}",
+    )
+    with _workdir(None) as root:
+        fresh = _train(kind, root, f"--train.max_steps={steps}", *common)
+        resumed = _train(
+            kind,
+            root,
+            f"--train.max_steps={steps + 1}",
+            f"--train.checkpoint.load_path={Path(root, 'ckpt')}",
+            *common,
+        )
+    return {"events": {"fresh": fresh, "resumed": resumed}}
+
+
+@functools.cache
+def _cached(kind: str, **params: Any) -> dict[str, Any]:
+    return run_events(kind, **params)
+
+
+def legacy_events(**params: Any) -> dict[str, Any]:
+    return _cached("legacy", **params)
+
+
+def new_events(**params: Any) -> dict[str, Any]:
+    return _cached("new", **params)
+
+
+# 3 steps of 2 micro-batches (global batch 4, micro batch 2), a checkpoint at step 2 and the final
+# one at 3, a log line every 2 steps; the resume reads step_3 from the run folder and trains step 4.
+PARAMS = {"steps": 3, "save_steps": 2, "log_steps": 2, "global_batch_size": 4}
+REGISTRY.pair("user_callbacks", kind="e2e", seed=42, params=PARAMS, legacy=legacy_events, new=new_events)
