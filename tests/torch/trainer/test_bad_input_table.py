@@ -725,7 +725,8 @@ def test_a_bug_keeps_its_traceback_and_init_step_errors_are_unwrapped(capsys):
         run_main("prog", bug)
 
     def wrapped() -> int:
-        raise InitStepError(3, "dataloader", ValueError("data.max_seq_len: expected an int >= 1\n  got 0"))
+        cause = ValueError("data.max_seq_len: expected an int >= 1\n  got 0")
+        raise InitStepError(3, "dataloader", cause) from cause
 
     assert run_main("prog", wrapped) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
