@@ -17,7 +17,7 @@ import os
 import nox
 
 nox.needs_version = ">=2024.3.2"
-nox.options.sessions = ["lint", "tests", "parity"]
+nox.options.sessions = ["lint", "typecheck", "tests", "parity"]
 nox.options.error_on_external_run = True
 
 DEV = ("-e", ".[dev]")
