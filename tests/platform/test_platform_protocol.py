@@ -40,12 +40,15 @@ from hyper_parallel.platform.torch_platform import TorchPlatform
 ROOT = Path(__file__).resolve().parents[2]
 
 # The modules that must reach the framework only through the protocol (architecture.md section 7):
-# protocols, config, components, the new trainer and what it shares, and the parity harness.
+# protocols, config, components, recipes, the new trainer, its entry points and what it shares,
+# and the parity harness.
 NEW_CODE_GLOBS = (
     "hyper_parallel/protocols/**/*.py",
     "hyper_parallel/config/**/*.py",
     "hyper_parallel/components/**/*.py",
     "hyper_parallel/recipes/**/*.py",
+    "hyper_parallel/train.py",  # the new path's entry points
+    "hyper_parallel/entry.py",
     "hyper_parallel/trainer/hyper_trainer.py",
     "hyper_parallel/trainer/trainer_config.py",
     "hyper_parallel/trainer/legacy_mapping.py",
