@@ -227,14 +227,16 @@ def main(rounds: int = 30) -> None:
                     if i >= 2:  # warm-up rounds
                         times[mode].append(time.perf_counter() - start)
             checkpointing.write_manifest, checkpointing._new_hasher = real
-            with_ms = statistics.median(times["with"]) * 1e3
-            without_ms = statistics.median(times["without"]) * 1e3
+            med = {mode: statistics.median(t) * 1e3 for mode, t in times.items()}
+            best = {mode: min(t) * 1e3 for mode, t in times.items()}
             size = sum(
                 f.stat().st_size for f in (Path(tmp) / f"{side}-with-2" / "step_2").rglob("*") if f.is_file()
             )
             print(
-                f"{side:9s} save {size / 2**20:6.1f} MiB: with manifest {with_ms:7.1f} ms, without "
-                f"{without_ms:7.1f} ms, ratio {with_ms / without_ms:.3f} (median of {rounds})"
+                f"{side:9s} save {size / 2**20:5.1f} MiB, with / without manifest: median "
+                f"{med['with']:6.1f} / {med['without']:6.1f} ms = {med['with'] / med['without']:.3f}, best "
+                f"{best['with']:6.1f} / {best['without']:6.1f} ms = {best['with'] / best['without']:.3f} "
+                f"({rounds} interleaved rounds; load average {os.getloadavg()[0]:.1f})"
             )
 
 

@@ -214,22 +214,30 @@ class _Hasher:
 
     def __init__(self, folder: str) -> None:
         self.folder = os.path.abspath(folder)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-manifest")
         self._futures: dict[str, Future] = {}
 
     def add(self, path: str) -> None:
         rel = os.path.relpath(os.path.abspath(path), self.folder).replace(os.sep, "/")
         if rel not in self._futures and not rel.startswith(".."):
-            self._futures[rel] = self._pool.submit(_manifest_entry, path)
+            self._futures[rel] = _hash_pool().submit(_manifest_entry, path)
 
     def collect(self) -> dict[str, dict[str, Any]]:
-        try:
-            return {rel: future.result() for rel, future in self._futures.items()}
-        finally:
-            self.close()
+        return {rel: future.result() for rel, future in self._futures.items()}
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        for future in self._futures.values():
+            future.cancel()
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    """One hashing thread per process, started on first use (its thread exits with the process)."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-manifest")
+    return _pool
 
 
 _hashers: dict[str, _Hasher] = {}

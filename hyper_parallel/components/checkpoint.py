@@ -320,9 +320,11 @@ class CheckpointManager(Configurable):
             platform.barrier()
             os.makedirs(partial, exist_ok=True)
             self._write_model(partial, step, async_save=async_save)
-            self._write_states(partial, step, epoch)
+            # The export right after the shards: the large files first, so that the manifest's
+            # background hashing of the last one overlaps the small writes that follow.
             if export:
                 self._export_step(step, into=partial)
+            self._write_states(partial, step, epoch)
             if async_save:
                 self._pending_commit = (partial, ckpt_dir, step)
             else:

@@ -242,10 +242,12 @@ class CheckpointCallback(Callback):
             platform.barrier()
             os.makedirs(partial, exist_ok=True)
             self._save_model(partial, async_save=async_save, step=step)
-            self._save_artifacts(partial, state)
+            # The export right after the shards: the large files first, so that the manifest's
+            # background hashing of the last one overlaps the small writes that follow.
             exporter = self._exporter_due(step, final=final)
             if exporter is not None:
                 exporter.export(state, into=partial)
+            self._save_artifacts(partial, state)
             if async_save:
                 self._pending_commit = (partial, ckpt_dir, step)
             else:
