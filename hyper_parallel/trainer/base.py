@@ -156,23 +156,16 @@ class BaseTrainer:
             if device_type == "cuda":
                 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-    def _helper_post_parallelize(
-        self,
-        *,
-        init_device: str,
-        weights_path: str | None,
-        mixed_precision: bool,
-        materialize,
-    ) -> None:
-        """Spec 9.2 for both trainers: materialise on meta, load weights, fp32 check, train mode.
+    def _helper_post_parallelize(self, *, init_device: str, mixed_precision: bool, materialize) -> None:
+        """Spec 9.2 for both trainers: materialise on meta, fp32 check, train mode.
 
         ``materialize()`` is the trainer's own initialisation (legacy: ``_materialize_and_init_shards``;
-        HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two.
+        HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two. Initial
+        weights are each trainer's own job after this (legacy: ``_load_weights``; HyperTrainer: the
+        checkpoint component's ``load_weights``), so the harness compares two loaders, not one.
         """
         if init_device == "meta":
             materialize()
-        if weights_path:
-            self._helper_load_weights(weights_path)
         if mixed_precision:
             for name, param in self.model.named_parameters():
                 if param.requires_grad and param.dtype != torch.float32:
@@ -355,10 +348,12 @@ class BaseTrainer:
         mp = getattr(self.args.train, "mixed_precision", None)
         self._helper_post_parallelize(
             init_device=getattr(self.args.train, "init_device", "meta"),
-            weights_path=getattr(self.args.model, "weights_path", None),
             mixed_precision=bool(mp is not None and getattr(mp, "enabled", False)),
             materialize=self._materialize_and_init_shards,
         )
+        weights_path = getattr(self.args.model, "weights_path", None)
+        if weights_path:
+            self._load_weights(weights_path)
 
     def _materialize_and_init_shards(self) -> None:
         """Allocate the meta model and initialise each rank's local shard from the default generator."""
@@ -383,12 +378,9 @@ class BaseTrainer:
             model.tie_weights()
 
     def _load_weights(self, path: str) -> None:
-        self._helper_load_weights(path)
+        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back (spec 9.3).
 
-    def _helper_load_weights(self, path: str) -> None:
-        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back.
-
-        Shared with HyperTrainer: both paths load weights through this one dispatcher (spec 9.3).
+        The legacy loader; HyperTrainer loads through ``CheckpointManager.load_weights``.
         """
         if not os.path.exists(path):
             raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")

@@ -198,7 +198,6 @@ class HyperTrainer(BaseTrainer, Configurable):
 
         self._helper_post_parallelize(
             init_device=training.init_device,
-            weights_path=training.weights_path,
             mixed_precision=training.enable_mixed_precision,
             materialize=materialize,
         )
@@ -213,6 +212,11 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.loss_fn = cfg.loss.build()
 
     def _init_checkpoint(self) -> None:
+        """The checkpoint component; it also loads the initial weights (``training.weights_path``).
+
+        Loading after the optimizer is built changes no bit: the optimizer holds the parameters,
+        and the weights are copied into them in place (its state is created at the first step).
+        """
         self.checkpointer = self.config.checkpoint.build(
             model_parts=[self.model],
             optimizers=self.optimizer,
@@ -220,6 +224,8 @@ class HyperTrainer(BaseTrainer, Configurable):
             dataloader=self.dataloader,
             sd_adapter=self.spec.state_dict_adapter,
         )
+        if self.config.training.weights_path:
+            self.checkpointer.load_weights(self.config.training.weights_path)
 
     def _init_metrics_profiler(self) -> None:
         cfg = self.config

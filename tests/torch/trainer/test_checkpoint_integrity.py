@@ -279,7 +279,7 @@ def test_a_crafted_metadata_is_refused_as_initial_weights_in_both_trainers(saved
     folder, marker = _crafted(saved, tmp_path, _Payload)
     legacy = bare_trainer(legacy_args(), model=suite.trained_state(steps=0).model)
     with pytest.raises(RuntimeError, match=f"Failed to load weights from {folder}: .*refused to unpickle"):
-        legacy._helper_load_weights(str(folder))
+        legacy._load_weights(str(folder))
     manager = suite.manager(suite.trained_state(steps=0), str(tmp_path / "out"), save_steps=0)
     with pytest.raises(RuntimeError, match=f"Failed to load weights from {folder}: .*refused"):
         manager.load_weights(str(folder))
