@@ -8,6 +8,8 @@
 available recipes. Every rank parses the same command line; the trainer sets up the process group.
 A configuration or input error is one line ``hyper_parallel.train: error: ...`` and exit status 2
 (a failed checkpoint save: status 1); ``HYPER_PARALLEL_DEBUG=1`` shows the traceback.
+``--verbose`` (anywhere on the line, taken out before tyro parses) shows the third-party notices
+that are otherwise filtered (``hyper_parallel.platform.quiet``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, build and train; configuration and input errors are reported as usage errors."""
     from hyper_parallel.entry import run_main
+    from hyper_parallel.platform.quiet import quiet_third_party, split_verbose
 
-    return run_main("hyper_parallel.train", lambda: _train(argv))
+    args, verbose = split_verbose(sys.argv[1:] if argv is None else argv)
+    quiet_third_party(verbose)
+    return run_main("hyper_parallel.train", lambda: _train(args))
 
 
 def _train(argv: Sequence[str] | None) -> int:

@@ -52,6 +52,10 @@ _LABEL = {"pass": "pass", "skip": "skipped", "fail": "FAIL", "error": "ERROR"}
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m parity", description=__doc__.splitlines()[0])
+    # Taken out of argv before parsing (so it works after the subcommand too); listed for --help.
+    parser.add_argument(
+        "--verbose", action="store_true", help="show third-party warnings and the trainers' progress bars"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def selection(p: argparse.ArgumentParser) -> None:
@@ -103,7 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, console: Console | None = None, *, reexec: bool = False) -> int:
     """Run the CLI; ``reexec`` lets it restart itself when the CPU profile needs a fresh process."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    from hyper_parallel.platform.quiet import progress_bars_off, quiet_third_party, split_verbose
+
+    parsed_argv, verbose = split_verbose(argv)
+    quiet_third_party(verbose)
+    # The legacy trainer's tqdm bar would cut through the harness's own progress display.
+    with progress_bars_off(not verbose):
+        return _main(parsed_argv, argv, console, reexec)
+
+
+def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reexec: bool) -> int:
+    args = build_parser().parse_args(parsed_argv)
     # Logs (CI, nox) are not terminals: give the tables room so case ids stay on one line.
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     if args.command == "report":

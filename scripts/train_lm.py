@@ -2,6 +2,7 @@
 
 A configuration or input error is one line ``train_lm.py: error: ...`` and exit status 2 (a failed
 checkpoint save: status 1); ``HYPER_PARALLEL_DEBUG=1`` shows the traceback (``hyper_parallel.entry``).
+``--verbose`` shows the third-party notices that are otherwise filtered (``hyper_parallel.platform.quiet``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from hyper_parallel.trainer.utils import init_logger  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     from hyper_parallel.entry import run_main
+    from hyper_parallel.platform.quiet import quiet_third_party, split_verbose
 
-    return run_main("train_lm.py", lambda: _train(argv))
+    args, verbose = split_verbose(sys.argv[1:] if argv is None else argv)
+    quiet_third_party(verbose)
+    return run_main("train_lm.py", lambda: _train(args))
 
 
 def _train(argv: list[str] | None) -> int:

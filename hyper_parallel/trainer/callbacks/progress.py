@@ -1,13 +1,46 @@
-"""ProgressCallback: a rank-0 tqdm bar over ``state.max_steps`` (spec 13.6)."""
+"""ProgressCallback: a rank-0 tqdm bar over ``state.max_steps`` (spec 13.6).
+
+While the bar is open, the root logger's console handlers write through ``tqdm.write`` (each
+keeps its formatter, filters, level and stream), so a log line never lands in the middle of the
+bar; they are put back when the bar closes.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from hyper_parallel.trainer.callbacks.base import Callback, _rank
 
 logger = logging.getLogger(__name__)
+
+
+class _TqdmConsoleHandler(logging.Handler):
+    """A console handler's twin that writes with ``tqdm.write`` (which clears and redraws the bar)."""
+
+    def __init__(self, tqdm: Any, original: logging.StreamHandler) -> None:
+        super().__init__(original.level)
+        self._tqdm = tqdm
+        self.stream = original.stream
+        self.setFormatter(original.formatter)
+        for flt in original.filters:
+            self.addFilter(flt)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
+            self.handleError(record)
+
+
+def _is_console(handler: logging.Handler) -> bool:
+    return type(handler) is logging.StreamHandler and getattr(handler, "stream", None) in (
+        sys.stderr,
+        sys.stdout,
+        sys.__stderr__,
+        sys.__stdout__,
+    )
 
 
 class ProgressCallback(Callback):
@@ -16,6 +49,7 @@ class ProgressCallback(Callback):
     def __init__(self, trainer: Any) -> None:
         super().__init__(trainer)
         self.bar = None
+        self._swapped: list[tuple[logging.Handler, logging.Handler]] = []
         try:
             from tqdm import tqdm
         except ImportError:
@@ -33,6 +67,23 @@ class ProgressCallback(Callback):
             unit="step",
             dynamic_ncols=True,
         )
+        self._redirect_logging()
+
+    def _redirect_logging(self) -> None:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if _is_console(handler):
+                twin = _TqdmConsoleHandler(self._tqdm, handler)
+                root.removeHandler(handler)
+                root.addHandler(twin)
+                self._swapped.append((handler, twin))
+
+    def _restore_logging(self) -> None:
+        root = logging.getLogger()
+        for handler, twin in self._swapped:
+            root.removeHandler(twin)
+            root.addHandler(handler)
+        self._swapped = []
 
     def on_step_end(
         self, state: Any, *, loss: float | None = None, grad_norm: float | None = None, **kwargs: Any
@@ -52,3 +103,4 @@ class ProgressCallback(Callback):
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+        self._restore_logging()
