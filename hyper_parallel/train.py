@@ -34,13 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(argv: Sequence[str] | None) -> int:
-    from hyper_parallel.config import ConfigManager
     from hyper_parallel.platform.logging import init_logger
+    from hyper_parallel.trainer.legacy_mapping import config_manager
 
     init_logger()
     # tyro reports flag errors itself (exit 2); the rest comes from --module/--config, the YAML
     # path and the build.
-    config = ConfigManager().parse_args(argv)
+    config = config_manager().parse_args(argv)
     config.build().train()
     return 0
 

@@ -16,7 +16,7 @@ Rules (``LAYER_DEPS`` says which layers each layer may import; a layer may alway
   ``benchmarks/`` sit on top and may import any layer but ``parity``;
 - ``parity`` may import everything; nothing imports ``parity`` except ``parity`` itself and tests;
 - the legacy trainer modules (everything in ``trainer/`` but the new-path files ``hyper_trainer.py``,
-  ``trainer_config.py``, ``legacy_mapping.py`` and the package ``__init__``) never import
+  ``legacy_mapping.py`` and the package ``__init__``) never import
   ``components``: the legacy ``_build_*`` methods keep their own implementation, which is what the
   parity harness compares against the components.
 
@@ -59,7 +59,6 @@ ENTRY_MODULES = {"hyper_parallel.train", "hyper_parallel.entry"}
 NEW_PATH_TRAINER = {
     "hyper_parallel.trainer",  # the package __init__ exports both trainers
     "hyper_parallel.trainer.hyper_trainer",
-    "hyper_parallel.trainer.trainer_config",
     "hyper_parallel.trainer.legacy_mapping",
 }
 

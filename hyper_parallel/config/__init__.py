@@ -4,7 +4,7 @@ Layering: this package imports ``protocols`` and nothing above it; in particular
 imports ``hyper_parallel.trainer`` (the legacy-to-new mapping lives with the trainer).
 """
 
-from hyper_parallel.config.manager import ConfigManager
+from hyper_parallel.config.manager import ConfigManager, LegacyFormat
 from hyper_parallel.config.parallelism import ParallelismConfig
 from hyper_parallel.config.runtime import (
     ActivationCheckpointConfig,
@@ -21,6 +21,7 @@ __all__ = [
     "CommConfig",
     "CompileConfig",
     "ConfigManager",
+    "LegacyFormat",
     "DTypeName",
     "DebugConfig",
     "ParallelismConfig",

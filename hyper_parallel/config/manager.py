@@ -13,10 +13,11 @@ Flag style (tyro path): every field takes exactly one value, booleans included
 Names are the field names with underscores (hyphens are accepted too). Booleans take the legacy
 spellings (true/false, yes/no, on/off, 1/0, any case), ``None`` clears an optional field.
 
-Layering: ``config`` sits below ``trainer``, so nothing above it is imported here statically. The
-root Config class, the recipe modules, the legacy parser and the legacy mapping are looked up by
-name with importlib when ``parse_args`` runs, as torchtitan resolves ``--module``. tyro is only
-imported on the tyro path.
+Layering: ``config`` sits below ``trainer`` and names nothing above it. The caller hands in the root
+Config class and, for the YAML path, a ``LegacyFormat`` (the legacy parser and mapping) as objects:
+``hyper_parallel.trainer.legacy_mapping.config_manager()`` builds the manager of
+``python -m hyper_parallel.train``. Only recipe modules are looked up by name (``--module``), as
+torchtitan does. tyro is only imported on the tyro path.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ConfigManager", "LEGACY_SUFFIXES"]
+__all__ = ["ConfigManager", "LegacyFormat", "LEGACY_SUFFIXES"]
 
 # A first positional argument with one of these suffixes selects the legacy YAML path.
 LEGACY_SUFFIXES = (".yaml", ".yml")
@@ -51,13 +52,12 @@ def _import_tyro() -> Any:
     return tyro
 
 
-def _resolve(target: str) -> Any:
-    """Import ``"package.module:Attr.Sub"`` and return the attribute (by name, at call time)."""
-    module_name, _, attr_path = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for name in filter(None, attr_path.split(".")):
-        obj = getattr(obj, name)
-    return obj
+@dataclasses.dataclass(frozen=True)
+class LegacyFormat:
+    """How a legacy YAML command line becomes the root Config: ``to_root(parse(tokens))``."""
+
+    parse: Callable[[list[str]], Any]  # ``CONFIG.yaml --a.b=v ...`` -> legacy args
+    to_root: Callable[[Any], Any]  # legacy args -> an instance of the root Config
 
 
 def _parse_bool(raw: str) -> bool:
@@ -149,18 +149,16 @@ def _walk_flags(parser: Any, out: set[str]) -> set[str]:
 
 @dataclasses.dataclass(frozen=True)
 class ConfigManager:
-    """Parses a command line into the root Config; every target is a ``"module:attr"`` name.
+    """Parses a command line into the root Config.
 
-    ``root`` is the Configurable root (``HyperTrainer.Config``; resolving it through
-    ``HyperTrainer`` also registers the class that ``build()`` constructs). ``recipe_package``
-    holds one module per ``--module`` name, each exposing ``RECIPES: dict[str, () -> Config]``.
+    ``root`` is the Configurable root class (``HyperTrainer.Config``), ``legacy`` the YAML path
+    (``None``: recipes only). ``recipe_package`` holds one module per ``--module`` name, each
+    exposing ``RECIPES: dict[str, () -> Config]``.
     """
 
-    root: str = "hyper_parallel.trainer.hyper_trainer:HyperTrainer.Config"
+    root: type
+    legacy: LegacyFormat | None = None
     recipe_package: str = "hyper_parallel.recipes"
-    legacy_parser: str = "hyper_parallel.trainer.config:parse_args"
-    legacy_root: str = "hyper_parallel.trainer.config:HyperTrainerConfig"
-    legacy_mapping: str = "hyper_parallel.trainer.legacy_mapping:legacy_to_trainer_config"
     prog: str = "python -m hyper_parallel.train"
 
     # ------------------------------------------------------------------ parsing
@@ -193,11 +191,14 @@ class ConfigManager:
         return self._parse_tyro(root_cls, default, rest)
 
     def _parse_legacy(self, tokens: list[str], root_cls: type) -> Any:
-        args = _resolve(self.legacy_parser)(_resolve(self.legacy_root), tokens)
-        config = _resolve(self.legacy_mapping)(args)
+        if self.legacy is None:
+            raise ValueError(
+                f"{tokens[0]!r}: this command line takes no legacy YAML file; use --module/--config"
+            )
+        config = self.legacy.to_root(self.legacy.parse(tokens))
         if not isinstance(config, root_cls):
             raise TypeError(
-                f"{self.legacy_mapping} returned {type(config).__qualname__}; expected {root_cls.__qualname__}"
+                f"{self.legacy.to_root!r} returned {type(config).__qualname__}; expected {root_cls.__qualname__}"
             )
         return config
 
@@ -214,10 +215,10 @@ class ConfigManager:
         )
 
     def root_class(self) -> type:
-        """The root Config class, imported by name."""
-        cls = _resolve(self.root)
+        """The root Config class."""
+        cls = self.root
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-            raise TypeError(f"ConfigManager.root={self.root!r} is {cls!r}; expected a Config dataclass")
+            raise TypeError(f"ConfigManager.root is {cls!r}; expected a Config dataclass")
         return cls
 
     # ------------------------------------------------------------------ recipes

@@ -16,8 +16,7 @@ from hyper_parallel.config import DebugConfig, ParallelismConfig, TrainingConfig
 from hyper_parallel.models.qwen3_5 import FLAVORS, MODEL_NAME, Qwen3_5Config
 from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_configs
 from hyper_parallel.models.spec import ModelSpec, get_spec
-from hyper_parallel.trainer.hyper_trainer import HyperTrainer
-from hyper_parallel.trainer.trainer_config import TrainerConfig
+from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
 
 __all__ = ["RECIPES", "debug", "model_spec"]
 

@@ -15,21 +15,46 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NoReturn
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
-from hyper_parallel.components.dataloader import data_parallel_rank
-from hyper_parallel.config import effective_seed
+from hyper_parallel.components.checkpoint import CheckpointManager
+from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
+from hyper_parallel.components.loss import BaseLoss, CrossEntropyLoss
+from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
+from hyper_parallel.components.metrics import MetricsProcessor
+from hyper_parallel.components.optimizer import OptimizersContainer
+from hyper_parallel.components.profiler import Profiler
+from hyper_parallel.components.tokenizer import BaseTokenizer, HuggingFaceTokenizer
+from hyper_parallel.config import (
+    ActivationCheckpointConfig,
+    CommConfig,
+    CompileConfig,
+    DebugConfig,
+    ParallelismConfig,
+    TrainingConfig,
+    effective_seed,
+)
 from hyper_parallel.platform import get_platform
-from hyper_parallel.protocols import Configurable, verify_module_protocol
+from hyper_parallel.protocols import Configurable, ModelSpec, verify_module_protocol
 from hyper_parallel.trainer.base import BaseTrainer, TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
-from hyper_parallel.trainer.trainer_config import TrainerConfig
 from hyper_parallel.trainer.utils.loss import mean_global_loss
 
-__all__ = ["HyperTrainer", "InitStepError", "INIT_STEPS"]
+__all__ = ["HyperTrainer", "TrainerConfig", "InitStepError", "INIT_STEPS"]
 
 logger = logging.getLogger(__name__)
+
+try:  # tyro is only needed by the CLI; the tree itself must import without it.
+    import tyro
+
+    _Hidden = tyro.conf.Suppress
+except ImportError:  # pragma: no cover - exercised only where tyro is missing
+    _Hidden = None
+
+# ModelSpec holds callables and a model dataclass that a CLI cannot parse: hidden from tyro.
+ModelSpecField = Annotated[ModelSpec | None, _Hidden] if _Hidden is not None else ModelSpec | None
 
 # The RFC's 11 initialisation steps, in order (``HyperTrainer.init_steps`` records the ones run).
 INIT_STEPS = (
@@ -75,9 +100,35 @@ def _legacy_only(name: str, instead: str) -> Callable[..., NoReturn]:
 class HyperTrainer(BaseTrainer, Configurable):
     """``HyperTrainer.Config(...).build()`` -> a trainer; ``train()`` runs the loop."""
 
-    Config = TrainerConfig
+    @dataclass(kw_only=True, slots=True)
+    class Config(Configurable.Config):
+        """Everything a HyperTrainer needs (the RFC Part 5 tree); ``HyperTrainer.Config(...).build()``.
 
-    def __init__(self, config: TrainerConfig) -> None:  # noqa: D107 - the steps document themselves
+        Nested here, next to the class it builds, so it has its owner as soon as it is importable.
+        """
+
+        model_spec: ModelSpecField = None
+
+        hf_assets_path: str = "outputs/hf_assets"
+        dump_folder: str = "outputs"
+
+        tokenizer: BaseTokenizer.Config = field(default_factory=HuggingFaceTokenizer.Config)
+        dataloader: BaseDataLoader.Config = field(default_factory=BaseDataLoader.Config)
+        optimizer: OptimizersContainer.Config = field(default_factory=OptimizersContainer.Config)
+        lr_scheduler: LRSchedulersContainer.Config = field(default_factory=LRSchedulersContainer.Config)
+        loss: BaseLoss.Config = field(default_factory=CrossEntropyLoss.Config)
+        checkpoint: CheckpointManager.Config = field(default_factory=CheckpointManager.Config)
+        metrics: MetricsProcessor.Config = field(default_factory=MetricsProcessor.Config)
+        profiler: Profiler.Config = field(default_factory=Profiler.Config)
+
+        training: TrainingConfig = field(default_factory=TrainingConfig)
+        parallelism: ParallelismConfig = field(default_factory=ParallelismConfig)
+        activation_checkpoint: ActivationCheckpointConfig = field(default_factory=ActivationCheckpointConfig)
+        compile: CompileConfig = field(default_factory=CompileConfig)
+        comm: CommConfig = field(default_factory=CommConfig)
+        debug: DebugConfig = field(default_factory=DebugConfig)
+
+    def __init__(self, config: HyperTrainer.Config) -> None:  # noqa: D107 - the steps document themselves
         # BaseTrainer.__init__ takes legacy args; this trainer sets its own state instead.
         if config.model_spec is None:
             raise ValueError(
@@ -90,12 +141,43 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.last_step_metrics: dict[str, float] | None = None
         self._last_global_tokens: int | None = None
         self.init_steps: list[str] = []
-        for index, step in enumerate(INIT_STEPS, start=1):
-            try:
-                getattr(self, f"_init_{step}")()
-            except Exception as exc:
-                raise InitStepError(index, step, exc) from exc
-            self.init_steps.append(step)
+        # The RFC's 11 steps, top to bottom; each is recorded, and an error names its step.
+        with self._init_step("setup_distributed"):  # 1. process group, ParallelDims, seed, determinism
+            self._init_setup_distributed()
+        with self._init_step("tokenizer"):  # 2.
+            self._init_tokenizer()
+        with self._init_step("dataloader"):  # 3. may change the step horizon
+            self._init_dataloader()
+        with self._init_step("model_config"):  # 4.
+            self._init_model_config()
+        with self._init_step("build_model"):  # 5. on the meta device
+            self._init_build_model()
+        with self._init_step("verify_protocol"):  # 6.
+            self._init_verify_protocol()
+        with self._init_step("parallelize"):  # 7. FSDP2 / AC / compile
+            self._init_parallelize()
+        with self._init_step("materialize"):  # 8. allocate and initialise
+            self._init_materialize()
+        with self._init_step("optimizer"):  # 9. optimizer, LR schedule, loss
+            self._init_optimizer()
+        with self._init_step("checkpoint"):  # 10. checkpointer, initial weights
+            self._init_checkpoint()
+        with self._init_step("metrics_profiler"):  # 11.
+            self._init_metrics_profiler()
+
+    @contextlib.contextmanager
+    def _init_step(self, name: str) -> Iterator[None]:
+        """Run one init step: ``InitStepError`` names it on failure, ``init_steps`` records it on success."""
+        index = len(self.init_steps) + 1
+        if INIT_STEPS[index - 1] != name:  # the list the RFC documents and the code stay one order
+            raise RuntimeError(
+                f"init step {index} is {name!r}, but INIT_STEPS lists {INIT_STEPS[index - 1]!r}"
+            )
+        try:
+            yield
+        except Exception as exc:
+            raise InitStepError(index, name, exc) from exc
+        self.init_steps.append(name)
 
     # ----------------------------------------------------------------- 1-3
     def _init_setup_distributed(self) -> None:
@@ -302,6 +384,13 @@ class HyperTrainer(BaseTrainer, Configurable):
     _materialize_and_init_shards = _legacy_only(
         "_materialize_and_init_shards", "the 'materialize' init step (model.init_weights)"
     )
+    _load_weights = _legacy_only(
+        "_load_weights", "trainer.checkpointer.load_weights(path) (training.weights_path)"
+    )
+    _load_dtype = _legacy_only("_load_dtype", "trainer.checkpointer.load_weights(path)")
+    _load_hf_safetensors = _legacy_only("_load_hf_safetensors", "trainer.checkpointer.load_weights(path)")
+    _load_dcp = _legacy_only("_load_dcp", "trainer.checkpointer.load_weights(path)")
+    _load_single_file = _legacy_only("_load_single_file", "trainer.checkpointer.load_weights(path)")
     _build_optimizer = _legacy_only("_build_optimizer", "HyperTrainer.Config.optimizer (trainer.optimizer)")
     _build_lr_scheduler = _legacy_only(
         "_build_lr_scheduler", "HyperTrainer.Config.lr_scheduler (trainer.lr_scheduler)"
@@ -394,6 +483,7 @@ class HyperTrainer(BaseTrainer, Configurable):
                 if step > 0:
                     logger.info_rank0("Resuming training from step %d", state.global_step)
                 log_steps = self.metrics.log_steps
+                callbacks = self.user_callbacks  # the list itself: a callback added later is seen
                 for epoch in range(cfg.training.num_train_epochs):
                     if state.global_step >= state.max_steps:
                         break
@@ -416,7 +506,7 @@ class HyperTrainer(BaseTrainer, Configurable):
                             lr=self.lr_scheduler.get_last_lr()[0],
                             global_tokens=self._last_global_tokens,
                         )
-                        if state.global_step % log_steps == 0:
+                        if callbacks and state.global_step % log_steps == 0:
                             self._dispatch("on_log", metrics=dict(record))
                         self.last_step_metrics = out
                         if prof is not None:
@@ -438,3 +528,7 @@ class HyperTrainer(BaseTrainer, Configurable):
         self._dispatch("on_train_end")
         get_platform().destroy_process_group()
         logger.info_rank0("Training completed")
+
+
+# The root Config's name in type hints and recipes (``def debug() -> TrainerConfig``).
+TrainerConfig = HyperTrainer.Config

@@ -29,13 +29,24 @@ from hyper_parallel.config import (
     ActivationCheckpointConfig,
     CommConfig,
     CompileConfig,
+    ConfigManager,
     DebugConfig,
+    LegacyFormat,
     ParallelismConfig,
     TrainingConfig,
 )
 from hyper_parallel.models.qwen3_5.parallelize import AC_OFF_VALUES
+from hyper_parallel.trainer.hyper_trainer import HyperTrainer
 
-__all__ = ["FIELD_MAP", "UNMAPPED", "DERIVED", "FieldRule", "legacy_to_trainer_config", "mapped_legacy_paths"]
+__all__ = [
+    "FIELD_MAP",
+    "UNMAPPED",
+    "DERIVED",
+    "FieldRule",
+    "config_manager",
+    "legacy_to_trainer_config",
+    "mapped_legacy_paths",
+]
 
 
 def _ac_mode(value: Any) -> str:
@@ -232,8 +243,6 @@ def _model_spec(args: Any):
 
 def legacy_to_trainer_config(args: Any):
     """Map a parsed legacy ``HyperTrainerConfig`` onto a ``HyperTrainer.Config`` tree."""
-    from hyper_parallel.trainer.trainer_config import TrainerConfig
-
     tree: dict[str, Any] = {}
     for rule in FIELD_MAP:
         value = _read(args, rule.source)
@@ -249,7 +258,7 @@ def legacy_to_trainer_config(args: Any):
     metrics = tree["metrics"]
     metrics["tensorboard"] = TensorBoardConfig(**metrics["tensorboard"])
     metrics["wandb"] = WandbConfig(**metrics["wandb"])
-    return TrainerConfig(
+    return HyperTrainer.Config(
         model_spec=_model_spec(args),
         tokenizer=HuggingFaceTokenizer.Config(**tree["tokenizer"]),
         dataloader=BaseDataLoader.Config(**tree["dataloader"]),
@@ -265,4 +274,20 @@ def legacy_to_trainer_config(args: Any):
         compile=CompileConfig(),
         comm=CommConfig(**tree["comm"]),
         debug=DebugConfig(**tree["debug"]),
+    )
+
+
+def _parse_legacy_yaml(tokens: list[str]) -> Any:
+    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+
+    return parse_args(HyperTrainerConfig, tokens)
+
+
+def config_manager(prog: str = "python -m hyper_parallel.train") -> ConfigManager:
+    """The command line of the new path: recipes, or a legacy YAML parsed by the legacy schema and
+    mapped by this table, into ``HyperTrainer.Config``."""
+    return ConfigManager(
+        root=HyperTrainer.Config,
+        legacy=LegacyFormat(parse=_parse_legacy_yaml, to_root=legacy_to_trainer_config),
+        prog=prog,
     )

@@ -50,7 +50,6 @@ NEW_CODE_GLOBS = (
     "hyper_parallel/train.py",  # the new path's entry points
     "hyper_parallel/entry.py",
     "hyper_parallel/trainer/hyper_trainer.py",
-    "hyper_parallel/trainer/trainer_config.py",
     "hyper_parallel/trainer/legacy_mapping.py",
     "hyper_parallel/trainer/parallel_dims.py",  # HyperTrainer builds its mesh with it
     "parity/**/*.py",

@@ -72,9 +72,9 @@ def main(argv: list[str]) -> int:
         trainer.add_callback(Recorder())
         trainer.train()
     else:
-        from hyper_parallel.config import ConfigManager
+        from hyper_parallel.trainer.legacy_mapping import config_manager
 
-        trainer = ConfigManager().parse_args([str(DEBUG_YAML), *overrides]).build()
+        trainer = config_manager().parse_args([str(DEBUG_YAML), *overrides]).build()
         trainer.train()
         curve = {int(r["step"]): float(r["loss"]).hex() for r in trainer.metrics.history}
     Path(curve_path).write_text(json.dumps(curve))

@@ -113,21 +113,36 @@ def test_missing_model_spec_is_a_clear_error():
 
 
 def test_config_tree_from_the_mapping_alone_can_build():
-    """Importing only the mapping (or the tree) must still give the root Config its owner."""
+    """The root Config is nested in HyperTrainer: it has its owner as soon as it can be imported."""
     import subprocess
     import sys
 
     from tests._subprocess import child_env
 
-    code = (
-        "from hyper_parallel.trainer.trainer_config import TrainerConfig\n"
-        "from hyper_parallel.trainer.hyper_trainer import HyperTrainer\n"
-        "assert TrainerConfig._owner is HyperTrainer, TrainerConfig._owner\n"
-    )
-    for first in ("hyper_parallel.trainer.legacy_mapping", "hyper_parallel.trainer.trainer_config"):
+    for first in ("hyper_parallel.trainer.legacy_mapping", "hyper_parallel.recipes.qwen3_5"):
         probe = (
-            f"import {first}\nimport sys\nassert 'hyper_parallel.trainer.hyper_trainer' in sys.modules\n"
-            + code
+            f"import {first}\n"
+            "from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig\n"
+            "assert TrainerConfig is HyperTrainer.Config and HyperTrainer.Config._owner is HyperTrainer\n"
         )
         proc = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_init_steps_read_top_to_bottom_in_init():
+    """A reader (or a tool) follows the 11 steps in ``__init__`` itself, in the RFC's order."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(HyperTrainer.__init__)))
+    named = [
+        item.context_expr.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.With)
+        for item in node.items
+        if isinstance(item.context_expr, ast.Call)
+        and getattr(item.context_expr.func, "attr", None) == "_init_step"
+    ]
+    assert named == list(INIT_STEPS)
+    assert "getattr" not in inspect.getsource(HyperTrainer.__init__)

@@ -44,9 +44,8 @@ from hyper_parallel.protocols.configurable import ConfigMixin
 from hyper_parallel.recipes import qwen3_5 as qwen3_5_recipes
 from hyper_parallel.trainer.config import HyperTrainerConfig
 from hyper_parallel.trainer.config import parse_args as legacy_parse_args
-from hyper_parallel.trainer.hyper_trainer import HyperTrainer
-from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
-from hyper_parallel.trainer.trainer_config import TrainerConfig
+from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
+from hyper_parallel.trainer.legacy_mapping import config_manager, legacy_to_trainer_config
 from tests._subprocess import child_env
 
 REPO = Path(__file__).resolve().parents[4]
@@ -77,7 +76,7 @@ RFC_FIELDS: list[tuple[str, Any, type | None]] = [
 
 
 def parse(*argv: str) -> TrainerConfig:
-    return ConfigManager().parse_args(list(argv))
+    return config_manager().parse_args(list(argv))
 
 
 def config_types(config: ConfigMixin) -> list[str]:
@@ -355,7 +354,7 @@ def test_tyro_missing_is_a_clear_import_error_and_the_yaml_path_still_works(monk
 
 
 def test_model_spec_is_hidden_from_the_cli_but_kept_from_the_recipe(capsys):
-    flags = ConfigManager().cli_flags()
+    flags = config_manager().cli_flags()
     assert not [f for f in flags if "model_spec" in f or "model-spec" in f]
     spec = parse(*DEBUG).model_spec
     assert spec.name == "qwen3_5" and spec.flavor == "debug"
@@ -384,7 +383,7 @@ def test_recipes_return_a_fresh_tree_per_call():
 
 
 def test_recipe_registry_lists_the_debug_recipe():
-    manager = ConfigManager()
+    manager = config_manager()
     assert manager.available_recipes() == {"qwen3_5": ["debug"]}
     assert "qwen3_5: debug" in manager.describe()
     by_path = parse("--module", "hyper_parallel.recipes.qwen3_5", "--config", "debug")
@@ -430,7 +429,7 @@ def _surface_text(flags: list[str]) -> str:
 
 
 def test_cli_surface_is_frozen():
-    flags = ConfigManager().cli_flags()
+    flags = config_manager().cli_flags()
     if os.environ.get("UPDATE_CLI_SURFACE") == "1":
         SURFACE_FILE.write_text(_surface_text(flags))
     lines = SURFACE_FILE.read_text().splitlines() if SURFACE_FILE.exists() else []
@@ -447,7 +446,7 @@ def test_cli_surface_covers_every_leaf_field():
     tree = TrainerConfig().to_dict()
     tree.pop("model_spec")
     leaves = {flag for flag in flags_from_dict(tree) if flag.startswith("--")}
-    assert leaves <= set(ConfigManager().cli_flags())
+    assert leaves <= set(config_manager().cli_flags())
 
 
 # ----------------------------------------------------------------------------- the entry point
@@ -497,3 +496,32 @@ def test_entry_point_trains_the_debug_recipe(tmp_path):
     assert "step=2 |" in result.stderr and "step=3 |" not in result.stderr
     assert "Training completed" in result.stderr
     assert not out.exists()  # save_steps 0 turns saving off, also at train end
+
+
+def test_config_package_names_no_trainer_class():
+    """Downward flow: config/ gets the root class and the YAML path as objects, never by name."""
+    import hyper_parallel.config.manager as manager_module
+
+    import ast
+
+    tree = ast.parse(Path(manager_module.__file__).read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    names = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+    assert not [n for n in names if "hyper_parallel.trainer" in n]  # no "module:Class" targets
+    manager = config_manager()
+    assert manager.root_class() is HyperTrainer.Config
+    recipes_only = ConfigManager(root=HyperTrainer.Config)
+    with pytest.raises(ValueError, match="takes no legacy YAML file"):
+        recipes_only.parse_args([str(DEBUG_YAML)])
+    assert type(recipes_only.parse_args(["--training.steps", "3"])) is HyperTrainer.Config
