@@ -500,9 +500,9 @@ def test_entry_point_trains_the_debug_recipe(tmp_path):
 
 def test_config_package_names_no_trainer_class():
     """Downward flow: config/ gets the root class and the YAML path as objects, never by name."""
-    import hyper_parallel.config.manager as manager_module
-
     import ast
+
+    import hyper_parallel.config.manager as manager_module
 
     tree = ast.parse(Path(manager_module.__file__).read_text())
     docstrings = {
