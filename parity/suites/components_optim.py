@@ -35,14 +35,25 @@ PAST_END = 5
 # ----------------------------------------------------------------------------- harness helpers
 
 
+def yaml_float(value: float) -> str:
+    """``repr`` that YAML 1.1 reads back as the same float: PyYAML takes ``5e-324`` for a string
+    (its float syntax needs a dot in the mantissa), ``5.0e-324`` for the float."""
+    text = repr(float(value))
+    mantissa, sep, exponent = text.partition("e")
+    if sep and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
 def optimizer_overrides(
     *, lr: float, eps: float, weight_decay: float, beta1: float, beta2: float
 ) -> list[str]:
+    # Scalars are coerced to the schema's float type; list items are not, so they must be YAML floats.
     return [
         f"--train.optimizer.lr={lr!r}",
         f"--train.optimizer.eps={eps!r}",
         f"--train.optimizer.weight_decay={weight_decay!r}",
-        f"--train.optimizer.betas=[{beta1!r},{beta2!r}]",
+        f"--train.optimizer.betas=[{yaml_float(beta1)},{yaml_float(beta2)}]",
     ]
 
 
