@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 __all__ = [
+    "PROGRESS_ENV",
     "THIRD_PARTY_LOG_RECORDS",
     "THIRD_PARTY_WARNINGS",
     "VERBOSE_FLAG",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 VERBOSE_FLAG = "--verbose"
+# Read by the legacy ProgressCallback when training begins: "0" shows no bar.
+PROGRESS_ENV = "HYPER_PARALLEL_PROGRESS"
 
 # (category, message regex matched at the start, module regex matched at the start)
 THIRD_PARTY_WARNINGS: tuple[tuple[type[Warning], str, str], ...] = (
@@ -101,12 +104,16 @@ def quiet_third_party(verbose: bool = False) -> None:
 
 @contextlib.contextmanager
 def progress_bars_off(off: bool = True) -> Iterator[None]:
-    """While inside, tqdm bars are disabled (``TQDM_DISABLE=1``) unless the variable is set already."""
-    if not off or "TQDM_DISABLE" in os.environ:
+    """While inside, the legacy trainer shows no progress bar (``HYPER_PARALLEL_PROGRESS=0``).
+
+    Scoped: the variable is put back on exit, and a value the user set is left alone. (tqdm's own
+    ``TQDM_DISABLE`` is read once, when tqdm is imported, so it cannot be scoped.)
+    """
+    if not off or PROGRESS_ENV in os.environ:
         yield
         return
-    os.environ["TQDM_DISABLE"] = "1"
+    os.environ[PROGRESS_ENV] = "0"
     try:
         yield
     finally:
-        os.environ.pop("TQDM_DISABLE", None)
+        os.environ.pop(PROGRESS_ENV, None)

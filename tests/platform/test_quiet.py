@@ -168,15 +168,32 @@ def test_log_filter_drops_only_the_listed_records():
 def test_progress_bars_off_is_scoped(monkeypatch):
     import os
 
-    from hyper_parallel.platform.quiet import progress_bars_off
+    from hyper_parallel.platform.quiet import PROGRESS_ENV, progress_bars_off
 
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv(PROGRESS_ENV, raising=False)
     with progress_bars_off():
-        assert os.environ["TQDM_DISABLE"] == "1"
-    assert "TQDM_DISABLE" not in os.environ
+        assert os.environ[PROGRESS_ENV] == "0"
+    assert PROGRESS_ENV not in os.environ
     with progress_bars_off(False):
-        assert "TQDM_DISABLE" not in os.environ
-    monkeypatch.setenv("TQDM_DISABLE", "0")  # the user's own setting wins and stays
+        assert PROGRESS_ENV not in os.environ
+    monkeypatch.setenv(PROGRESS_ENV, "1")  # the user's own setting wins and stays
     with progress_bars_off():
-        assert os.environ["TQDM_DISABLE"] == "0"
-    assert os.environ["TQDM_DISABLE"] == "0"
+        assert os.environ[PROGRESS_ENV] == "1"
+    assert os.environ[PROGRESS_ENV] == "1"
+
+
+def test_progress_callback_shows_no_bar_when_asked(monkeypatch):
+    from types import SimpleNamespace
+
+    from hyper_parallel.platform.quiet import PROGRESS_ENV
+    from hyper_parallel.trainer.callbacks.progress import ProgressCallback
+
+    state = SimpleNamespace(max_steps=3, global_step=0)
+    monkeypatch.setenv(PROGRESS_ENV, "0")
+    callback = ProgressCallback(trainer=None)
+    callback.on_train_begin(state)
+    assert callback.bar is None
+    monkeypatch.delenv(PROGRESS_ENV)
+    callback.on_train_begin(state)
+    assert callback.bar is not None
+    callback.on_train_end(state)

@@ -2,15 +2,18 @@
 
 While the bar is open, the root logger's console handlers write through ``tqdm.write`` (each
 keeps its formatter, filters, level and stream), so a log line never lands in the middle of the
-bar; they are put back when the bar closes.
+bar; they are put back when the bar closes. ``HYPER_PARALLEL_PROGRESS=0`` (read when training
+begins; ``python -m parity`` sets it around its runs) shows no bar.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
+from hyper_parallel.platform.quiet import PROGRESS_ENV
 from hyper_parallel.trainer.callbacks.base import Callback, _rank
 
 logger = logging.getLogger(__name__)
@@ -59,6 +62,8 @@ class ProgressCallback(Callback):
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self._tqdm is None or _rank() != 0 or self.bar is not None:
+            return
+        if os.environ.get(PROGRESS_ENV, "1") == "0":
             return
         self.bar = self._tqdm(
             total=state.max_steps,
