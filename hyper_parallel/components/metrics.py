@@ -294,7 +294,8 @@ class MetricsProcessor(Configurable):
         )
         self.last_record = record
         if step % self.log_steps == 0:
-            logger.info_rank0(format_log_line(record))
+            if logger.isEnabledFor(logging.INFO):  # the line is formatted only for a listener
+                logger.info_rank0(format_log_line(record))
             self.history.append(record)
         # Sink order follows the legacy on_step_end dispatch: W&B, then TensorBoard.
         if self._wandb_run is not None and self._sink_due(step, self.config.wandb):
