@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.checkpointing import (
+    MANIFEST_FILE,
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
@@ -53,6 +54,7 @@ from hyper_parallel.checkpointing import (
     partial_step_dir,
     prepare_partial_dir,
     resolve_checkpoint,
+    verify_manifest,
 )
 from hyper_parallel.platform import get_platform
 from hyper_parallel.protocols.configurable import Configurable
@@ -660,6 +662,8 @@ class CheckpointManager(Configurable):
                 logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
 
     def _load_dcp_weights(self, path: str) -> None:
+        if os.path.isfile(os.path.join(path, MANIFEST_FILE)):  # a step_<N> folder: check it first
+            verify_manifest(path)
         states, merged = self._merged_model_state()
         try:
             get_platform().dcp_load(merged, path)

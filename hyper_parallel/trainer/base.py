@@ -108,6 +108,7 @@ class BaseTrainer:
         seed: int,
         deterministic: bool,
         deterministic_warn_only: bool = False,
+        comm_timeout_seconds: float | None = None,
     ) -> None:
         """Spec 1.4 steps 1-6, for both trainers: each passes its own config values in.
 
@@ -115,7 +116,7 @@ class BaseTrainer:
         and ``_dp_group_info``, seeds the generators and turns determinism on when asked.
         """
         platform = get_platform()
-        platform.init_process_group(backend=comm_backend)
+        platform.init_process_group(backend=comm_backend, timeout_seconds=comm_timeout_seconds)
 
         device_type = platform.device_type()
         self.device = platform.device(local_rank)
@@ -441,7 +442,12 @@ class BaseTrainer:
             logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
 
     def _load_dcp(self, path: str) -> None:
-        # Through the platform's restricted reader: a crafted .metadata runs no code.
+        # A step_<N> folder's manifest is checked first; the platform's restricted reader then
+        # makes sure that a crafted .metadata runs no code.
+        from hyper_parallel.checkpointing import MANIFEST_FILE, verify_manifest
+
+        if os.path.isfile(os.path.join(path, MANIFEST_FILE)):
+            verify_manifest(path)
         state_dict = self.model.state_dict()
         get_platform().dcp_load(state_dict, path)
         self.model.load_state_dict(state_dict)

@@ -318,3 +318,17 @@ def test_a_crafted_non_tensor_entry_in_a_shard_is_refused(saved, tmp_path):
             _load(reader, str(folder), tmp_path / reader)
     assert not marker.exists()
     assert torch.is_tensor(saved.state.model.state_dict()["model.norm.weight"])
+
+
+def test_a_damaged_step_folder_as_initial_weights_is_refused_in_both_trainers(saved, tmp_path):
+    from parity.legacy_driver import bare_trainer, legacy_args
+
+    folder = _copy(saved.legacy, tmp_path / "step_2")
+    _flip_last_byte(folder / "__0_0.distcp")
+    legacy = bare_trainer(legacy_args(), model=suite.trained_state(steps=0).model)
+    expected = f"Failed to load weights from {folder}: checkpoint file {folder / '__0_0.distcp'} is truncated"
+    with pytest.raises(RuntimeError, match=expected):
+        legacy._load_weights(str(folder))
+    manager = suite.manager(suite.trained_state(steps=0), str(tmp_path / "out"), save_steps=0)
+    with pytest.raises(RuntimeError, match=expected):
+        manager.load_weights(str(folder))
