@@ -7,8 +7,10 @@ Three groups on the debug model after two optimizer steps:
   constructor (``component_init``) to separate the component from the Configurable build step;
 - ``checkpoint-save``: one ``step_<N>/`` folder with the HF export, each round into a fresh folder;
 - ``checkpoint-load``: resuming model, extra state, optimizer, scheduler, RNG and dataloader;
-- ``checkpoint-save-manifest-<side>``: the same staged save with its manifest (fsync and sha256 of
-  every file, ``manifest.json`` written last) and without it, side by side for each path.
+- ``checkpoint-save-manifest-<side>``: the staged save with its manifest (sha256 of every file in a
+  background thread, ``manifest.json`` written last), the same save with the manifest step off, and
+  the save as it was before manifests (files straight into ``step_<N>/``, a folder fsync per file),
+  side by side for each path.
 
 Run: ``python -m pytest benchmarks/bench_component_checkpoint.py -p no:xdist --benchmark-only -q``,
 or ``python benchmarks/bench_component_checkpoint.py`` for the manifest ratio alone (interleaved
@@ -164,31 +166,21 @@ def _without_manifest(monkeypatch) -> None:
     monkeypatch.setattr(checkpointing, "_new_hasher", lambda folder: None)
 
 
-@pytest.mark.parametrize("manifest", ["with_manifest", "without_manifest"])
+@pytest.mark.parametrize("manifest", ["with_manifest", "without_manifest", "pre_change"])
 @pytest.mark.parametrize("side", ["legacy", "component"])
 def test_save_manifest(benchmark, state, workdir, side, manifest, monkeypatch):
-    """A healthy save with its manifest vs the same save without: at most 1.1x."""
+    """A healthy save with its manifest, the same save without it, and the save as it was before
+    manifests (no staging, a folder fsync per file): target at most 1.1x."""
     benchmark.group = f"checkpoint-save-manifest-{side}"
     if manifest == "without_manifest":
         _without_manifest(monkeypatch)
     counter = itertools.count()
-    progress = SimpleNamespace(global_step=_STEPS, epoch=0)
+    make = _pre_change_saver if manifest == "pre_change" else _saver
 
     def setup():
-        out = str(workdir / f"m-{side}-{manifest}-{next(counter)}")
-        if side == "legacy":
-            ckpt, export = _legacy_build(state, out)()
-            ckpt.trainer.hf_export_callback = export  # the export goes into the staged folder
-            return (ckpt,), {}
-        return (_manager_build(state, out)(),), {}
+        return (make(state, side, str(workdir / f"m-{side}-{manifest}-{next(counter)}")),), {}
 
-    def save(saver):
-        if side == "legacy":
-            saver.on_step_end(progress)
-        else:
-            saver.maybe_save(_STEPS, 0)
-
-    benchmark.pedantic(save, setup=setup, rounds=_ROUNDS["save"], iterations=1, warmup_rounds=1)
+    benchmark.pedantic(lambda run: run(), setup=setup, rounds=_ROUNDS["save"], iterations=1, warmup_rounds=1)
 
 
 def _saver(state, side: str, out: str):
@@ -200,9 +192,36 @@ def _saver(state, side: str, out: str):
     return functools.partial(_manager_build(state, out)().maybe_save, _STEPS, 0)
 
 
+def _pre_change_saver(state, side: str, out: str):
+    """The save as it was before checkpoints had manifests, from the same writers: every file
+    straight into ``step_<N>/`` (each fsynced with its folder), no staging, no manifest."""
+    folder = os.path.join(out, f"step_{_STEPS}")
+    progress = SimpleNamespace(global_step=_STEPS, epoch=0)
+    if side == "legacy":
+        ckpt, export = _legacy_build(state, out)()
+
+        def run() -> None:
+            os.makedirs(folder, exist_ok=True)
+            ckpt._save_model(folder, async_save=False, step=_STEPS)
+            ckpt._save_artifacts(folder, progress)
+            export.export(progress)
+
+        return run
+    mgr = _manager_build(state, out)()
+
+    def run() -> None:
+        os.makedirs(folder, exist_ok=True)
+        mgr._write_model(folder, _STEPS, async_save=False)
+        mgr._write_states(folder, _STEPS, 0)
+        mgr.export_hf(os.path.join(folder, "hf_ckpt"))
+
+    return run
+
+
 def main(rounds: int = 30) -> None:
-    """``python benchmarks/bench_component_checkpoint.py``: median save time with and without the
-    manifest, interleaved round by round so that both see the same machine load."""
+    """``python benchmarks/bench_component_checkpoint.py``: save time with the manifest, without it
+    (the same staged save with the manifest step off) and as before manifests (``_pre_change_saver``),
+    interleaved round by round so that all three see the same machine load."""
     import statistics
     import time
 
@@ -210,33 +229,33 @@ def main(rounds: int = 30) -> None:
 
     state = suite.trained_state(steps=_STEPS)
     real = checkpointing.write_manifest, checkpointing._new_hasher
+    modes = ("with", "without", "pre_change")
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
         for side in ("legacy", "component"):
-            times: dict[str, list[float]] = {"with": [], "without": []}
+            times: dict[str, list[float]] = {mode: [] for mode in modes}
             for i in range(rounds + 2):
-                for mode in ("with", "without"):
+                for mode in modes:
                     out = str(Path(tmp) / f"{side}-{mode}-{i}")
-                    run = _saver(state, side, out)
-                    if mode == "with":
-                        checkpointing.write_manifest, checkpointing._new_hasher = real
-                    else:
+                    run = (_pre_change_saver if mode == "pre_change" else _saver)(state, side, out)
+                    if mode == "without":
                         checkpointing.write_manifest = lambda folder, step, precomputed=None: None
                         checkpointing._new_hasher = lambda folder: None
+                    else:
+                        checkpointing.write_manifest, checkpointing._new_hasher = real
                     start = time.perf_counter()
                     run()
                     if i >= 2:  # warm-up rounds
                         times[mode].append(time.perf_counter() - start)
             checkpointing.write_manifest, checkpointing._new_hasher = real
             med = {mode: statistics.median(t) * 1e3 for mode, t in times.items()}
-            best = {mode: min(t) * 1e3 for mode, t in times.items()}
             size = sum(
                 f.stat().st_size for f in (Path(tmp) / f"{side}-with-2" / "step_2").rglob("*") if f.is_file()
             )
             print(
-                f"{side:9s} save {size / 2**20:5.1f} MiB, with / without manifest: median "
-                f"{med['with']:6.1f} / {med['without']:6.1f} ms = {med['with'] / med['without']:.3f}, best "
-                f"{best['with']:6.1f} / {best['without']:6.1f} ms = {best['with'] / best['without']:.3f} "
-                f"({rounds} interleaved rounds; load average {os.getloadavg()[0]:.1f})"
+                f"{side:9s} save {size / 2**20:5.1f} MiB, medians: with manifest {med['with']:6.1f} ms, "
+                f"without {med['without']:6.1f} ms ({med['with'] / med['without']:.3f}x), before "
+                f"manifests {med['pre_change']:6.1f} ms ({med['with'] / med['pre_change']:.3f}x); "
+                f"{rounds} interleaved rounds, load average {os.getloadavg()[0]:.1f}"
             )
 
 

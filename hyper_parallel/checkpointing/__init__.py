@@ -55,6 +55,7 @@ __all__ = [
     "discard_partial",
     "fault_point",
     "file_written",
+    "in_staged_folder",
     "find_partials",
     "find_step_dirs",
     "partial_step_dir",
@@ -200,8 +201,14 @@ def _files_under(folder: str) -> list[str]:
 
 # --------------------------------------------------------------------------- background hashing
 def _manifest_entry(path: str) -> dict[str, Any]:
-    fsync_path(path)
+    # No fsync here: every writer fsyncs its file (the atomic writers before their os.replace,
+    # DCP through FileSystemWriter(sync_files=True), for shards and .metadata alike).
     return {"size": os.path.getsize(path), "sha256": _sha256(path)}
+
+
+def in_staged_folder(path: str) -> bool:
+    """True for a path inside a ``.partial.*`` staging folder (any depth)."""
+    return any(part.startswith(PARTIAL_PREFIX) for part in os.path.abspath(path).split(os.sep))
 
 
 class _Hasher:
@@ -318,8 +325,6 @@ def write_manifest(
         if entry is None or entry["size"] != os.path.getsize(path):
             entry = _manifest_entry(path)
         files[rel] = entry
-    # Folder entries: every writer fsyncs its folder after its os.replace (and the fsync below
-    # covers this folder again), so walking the tree to fsync each folder would only add latency.
     manifest = {"format": MANIFEST_FORMAT, "step": int(step), "files": files}
     fault_point(f"before:{MANIFEST_FILE}")
     tmp = os.path.join(folder, f".{MANIFEST_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
@@ -330,7 +335,10 @@ def write_manifest(
         os.fsync(fh.fileno())
     fault_point(f"written:{MANIFEST_FILE}")
     os.replace(tmp, os.path.join(folder, MANIFEST_FILE))
-    fsync_path(folder)
+    # The folder entries, once for the whole tree (manifest included): writers inside a staged
+    # folder skip their per-file folder fsync (``in_staged_folder``).
+    for root, _dirs, _files in os.walk(folder):
+        fsync_path(root)
     fault_point(f"after:{MANIFEST_FILE}")
     return manifest
 

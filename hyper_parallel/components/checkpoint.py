@@ -51,6 +51,7 @@ from hyper_parallel.checkpointing import (
     discard_partial,
     fault_point,
     file_written,
+    in_staged_folder,
     partial_step_dir,
     prepare_partial_dir,
     resolve_checkpoint,
@@ -130,7 +131,8 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _sync_to_disk(folder)
+    if not in_staged_folder(folder):  # a staged folder is fsynced once, at its commit
+        _sync_to_disk(folder)
     file_written(path)
     fault_point(f"after:{name}")
 

@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.components.checkpoint import CheckpointManager
@@ -95,6 +95,34 @@ def _legacy_only(name: str, instead: str) -> Callable[..., NoReturn]:
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Not used by HyperTrainer (legacy ``BaseTrainer.{name}``): use {instead}."
     return method
+
+
+# BaseTrainer attributes that HyperTrainer does not have, and where their content lives instead.
+_LEGACY_ATTRIBUTES = {
+    "args": "trainer.config (HyperTrainer.Config)",
+    "train_dataloader": "trainer.dataloader",
+    "train_dataset": "trainer.dataloader",
+    "sampler": "trainer.dataloader (set_epoch, state_dict)",
+    "collate_fn": "trainer.dataloader",
+    "data_transform": "trainer.dataloader",
+    "processor": "trainer.tokenizer",
+    "_grad_accum": "trainer.dataloader.grad_accum",
+    "model_fwd_context": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
+    "model_bwd_context": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
+    "grad_scaler": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
+    "logging_callback": "trainer.metrics (MetricsProcessor)",
+    "tensorboard_callback": "trainer.metrics (MetricsProcessor)",
+    "wandb_callback": "trainer.metrics (MetricsProcessor)",
+    "progress_callback": "trainer.metrics (the console line)",
+    "checkpoint_callback": "trainer.checkpointer (CheckpointManager)",
+    "hf_export_callback": "trainer.checkpointer (CheckpointManager.export_hf)",
+    "profiler_callback": "trainer.profiler (Profiler)",
+    "gradient_health_callback": "debug.check_nan_inf",
+    "gc_callback": "debug.gc_steps",
+    "eval_callback": "nothing yet (no evaluation on HyperTrainer)",
+    "memory_monitor_callback": "nothing yet (no memory monitor on HyperTrainer)",
+    "moe_monitor_callback": "nothing yet (no MoE monitor on HyperTrainer)",
+}
 
 
 class HyperTrainer(BaseTrainer, Configurable):
@@ -401,6 +429,17 @@ class HyperTrainer(BaseTrainer, Configurable):
     _init_callbacks = _legacy_only(
         "_init_callbacks", "trainer.add_callback(...); metrics, checkpoint and profiler are components"
     )
+
+    if not TYPE_CHECKING:  # a type checker keeps flagging unknown attributes
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached when normal lookup fails: a legacy attribute says where its value lives now.
+            instead = _LEGACY_ATTRIBUTES.get(name)
+            if instead is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(
+                f"{type(self).__name__} has no legacy attribute {name!r} (LLMTrainer/BaseTrainer); use {instead}"
+            )
 
     # ------------------------------------------------------------ train step
     def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):

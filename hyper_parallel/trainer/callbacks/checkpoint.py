@@ -40,6 +40,7 @@ from hyper_parallel.checkpointing import (
     discard_partial,
     fault_point,
     file_written,
+    in_staged_folder,
     partial_step_dir,
     prepare_partial_dir,
     resolve_checkpoint,
@@ -111,7 +112,8 @@ def atomic_write(path: str, writer: Callable[[str], None]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_path(directory)
+    if not in_staged_folder(directory):  # a staged folder is fsynced once, at its commit
+        _fsync_path(directory)
     file_written(path)
     fault_point(f"after:{name}")
 
