@@ -153,3 +153,16 @@ def test_legacy_only_methods_fail_with_their_replacement(hyper_trainer, name):
         NotImplementedError, match=rf"HyperTrainer\.{name}\(\) is a legacy BaseTrainer step.*use "
     ):
         getattr(hyper_trainer, name)()
+
+
+@pytest.mark.parametrize("name", ["args", "train_dataloader", "checkpoint_callback", "grad_scaler"])
+def test_legacy_attributes_name_their_replacement(hyper_trainer, name):
+    with pytest.raises(AttributeError, match=rf"HyperTrainer has no legacy attribute '{name}'.*; use "):
+        getattr(hyper_trainer, name)
+    assert getattr(hyper_trainer, name, None) is None  # getattr with a default and hasattr still work
+    assert not hasattr(hyper_trainer, name)
+
+
+def test_other_missing_attributes_are_plain_attribute_errors(hyper_trainer):
+    with pytest.raises(AttributeError, match=r"^'HyperTrainer' object has no attribute 'no_such_thing'$"):
+        hyper_trainer.no_such_thing  # noqa: B018
