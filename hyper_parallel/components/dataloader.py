@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -324,6 +325,11 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         # The tokenizer component delegates to the HF tokenizer it holds as ``.hf``.
         encoder = getattr(tokenizer, "hf", None)
         encoder = tokenizer if encoder is None else encoder
+        if cfg.subset and cfg.train_path and os.path.isfile(cfg.train_path):
+            raise ValueError(
+                f"data.subset={cfg.subset!r} names a configuration of a dataset folder, but "
+                f"data.train_path={cfg.train_path!r} is a file, which has none; unset data.subset"
+            )
         raw = load_raw_dataset(cfg.type, cfg.train_path, cfg.subset, streaming=cfg.streaming)
         if cfg.train_size is not None and cfg.train_size < len(raw):
             raw = raw.select(range(cfg.train_size))

@@ -49,5 +49,16 @@ class ParallelismConfig(ConfigMixin):
         check_int(self, "pipeline_parallel_degree", minimum=1)
         check_int(self, "expert_parallel_degree", minimum=1)
         check_int(self, "expert_tensor_parallel_degree", minimum=1)
+        if self.expert_tensor_parallel_degree > 1 and self.expert_parallel_degree == 1:
+            raise ValueError(
+                f"ParallelismConfig.expert_tensor_parallel_degree={self.expert_tensor_parallel_degree} has "
+                "no effect without expert parallelism (expert_parallel_degree > 1); expected 1"
+            )
         check_int(self, "ulysses_degree", minimum=1, optional=True)
+        ulysses, cp = self.ulysses_degree, self.context_parallel_degree
+        if ulysses is not None and ulysses > 1 and cp % ulysses:
+            raise ValueError(
+                f"ParallelismConfig.ulysses_degree={ulysses} must divide context_parallel_degree={cp} "
+                "(the Ulysses split happens inside context parallelism)"
+            )
         check_bool(self, "reshard_after_forward")

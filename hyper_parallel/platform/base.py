@@ -319,8 +319,9 @@ class Platform(Protocol):
         """The number of ranks in ``group`` (the world when ``None``); 1 without a process group."""
         ...
 
-    def init_process_group(self, backend: str | None = None) -> None:
-        """Initialise the default process group once (plain ``python`` becomes a 1-rank world)."""
+    def init_process_group(self, backend: str | None = None, timeout_seconds: float | None = None) -> None:
+        """Initialise the default process group once (plain ``python`` becomes a 1-rank world);
+        ``timeout_seconds`` bounds the rendezvous and collectives (``None``: the framework default)."""
         ...
 
     def destroy_process_group(self) -> None:

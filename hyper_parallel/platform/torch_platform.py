@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import math
 import os
@@ -548,7 +549,7 @@ class TorchPlatform:
     def get_global_rank(self, group, group_rank: int) -> int:
         return dist.get_global_rank(group, group_rank) if self.is_distributed() else group_rank
 
-    def init_process_group(self, backend: str | None = None) -> None:
+    def init_process_group(self, backend: str | None = None, timeout_seconds: float | None = None) -> None:
         """Initialise the default group once; plain ``python`` becomes a 1-rank world."""
         if self.is_distributed():
             return
@@ -557,7 +558,8 @@ class TorchPlatform:
             # A 1-rank world of our own: a fresh port every time, and the variables are taken back
             # at destroy, so that a later group or a child process never inherits a port in use.
             os.environ.update(_self_world_env())
-        dist.init_process_group(backend=backend, init_method="env://")
+        timeout = {} if timeout_seconds is None else {"timeout": datetime.timedelta(seconds=timeout_seconds)}
+        dist.init_process_group(backend=backend, init_method="env://", **timeout)
 
     def destroy_process_group(self) -> None:
         if self.is_distributed():

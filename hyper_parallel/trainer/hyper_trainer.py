@@ -156,6 +156,24 @@ class HyperTrainer(BaseTrainer, Configurable):
         comm: CommConfig = field(default_factory=CommConfig)
         debug: DebugConfig = field(default_factory=DebugConfig)
 
+        def __post_init__(self) -> None:
+            # RFC fields this trainer does not use yet: a value other than the default is refused
+            # rather than silently ignored (outputs go where checkpoint/metrics/profiler say).
+            for name, default, instead in (
+                (
+                    "dump_folder",
+                    "outputs",
+                    "checkpoint.output_dir, metrics.*.output_dir, profiler.output_dir",
+                ),
+                ("hf_assets_path", "outputs/hf_assets", "tokenizer.path"),
+            ):
+                value = getattr(self, name)
+                if value != default:
+                    raise ValueError(
+                        f"HyperTrainer.Config.{name}={value!r} is not used by this trainer yet (use {instead}); "
+                        f"leave it at its default {default!r}"
+                    )
+
     def __init__(self, config: HyperTrainer.Config) -> None:  # noqa: D107 - the steps document themselves
         # BaseTrainer.__init__ takes legacy args; this trainer sets its own state instead.
         if config.model_spec is None:
@@ -232,6 +250,7 @@ class HyperTrainer(BaseTrainer, Configurable):
             seed=effective_seed(cfg.training, cfg.debug),
             deterministic=cfg.debug.deterministic,
             deterministic_warn_only=cfg.debug.deterministic_warn_only,
+            comm_timeout_seconds=cfg.comm.init_timeout_seconds,
         )
 
     def _init_tokenizer(self) -> None:

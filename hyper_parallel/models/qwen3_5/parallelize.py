@@ -133,10 +133,16 @@ def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) ->
         "mesh": _fsdp_mesh(mesh),
         "reshard_after_forward": _get(args, "train.accelerator.reshard_after_forward", True),
     }
+    # The output dtype applies to the root's output (the logits) only: cast at every block, it
+    # would feed fp32 activations into the next block's bf16 weights (a dtype error in matmul).
+    layer_kwargs = dict(kwargs)
     if mp_policy is not None:
         kwargs["mp_policy"] = mp_policy
+        layer_kwargs["mp_policy"] = MixedPrecisionPolicy(
+            param_dtype=mp_policy.param_dtype, reduce_dtype=mp_policy.reduce_dtype
+        )
     for layer in layers:
-        fully_shard(layer, **kwargs)
+        fully_shard(layer, **layer_kwargs)
     fully_shard(model, **kwargs)
     # Calling forward_logits directly must also gather the root parameters (embed, norm, lm_head).
     register_fsdp_forward_method(model, "forward_logits")

@@ -203,7 +203,12 @@ def test_accepted_edge_values():
     assert TrainingConfig(init_device="cuda:1").init_device == "cuda:1"
     for name in DTYPE_NAMES:
         TrainingConfig(mixed_precision_param=name, mixed_precision_reduce=name, mixed_precision_output=name)
-    assert ParallelismConfig(data_parallel_shard_degree=4, ulysses_degree=2).ulysses_degree == 2
+    assert ParallelismConfig(context_parallel_degree=4, ulysses_degree=2).ulysses_degree == 2
+    # Ulysses splits inside CP, and ETP lives under EP: without them the values mean nothing.
+    with pytest.raises(ValueError, match="ulysses_degree=2 must divide context_parallel_degree=1"):
+        ParallelismConfig(data_parallel_shard_degree=4, ulysses_degree=2)
+    with pytest.raises(ValueError, match="expert_tensor_parallel_degree=2 has no effect"):
+        ParallelismConfig(expert_tensor_parallel_degree=2)
     for mode in ("none", "full", "selective"):
         assert ActivationCheckpointConfig(mode=mode).mode == mode
     assert CompileConfig(enable=True, components=[]).components == []

@@ -279,7 +279,10 @@ def test_to_dict_round_trips_through_generated_flags():
 def test_to_dict_round_trips_through_replace():
     parsed = parse(*DEBUG, "--lr_scheduler.lr_min", "0.0002")
     assert parsed.replace().to_dict() == parsed.to_dict()
-    assert parsed.replace(dump_folder="x").to_dict() == {**parsed.to_dict(), "dump_folder": "x"}
+    assert parsed.replace(debug=DebugConfig(seed=3)).to_dict() == {
+        **parsed.to_dict(),
+        "debug": DebugConfig(seed=3).to_dict(),
+    }
 
 
 # ----------------------------------------------------------------------------- errors
