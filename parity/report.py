@@ -16,7 +16,14 @@ from typing import Any
 from parity.compare import PHASE_NAMES, Difference
 from parity.fileio import canonical_json, write_text_atomic
 
-__all__ = ["ParityReport", "report_path", "write_json_atomic", "load_reports", "MAX_TEXT_DIFFERENCES"]
+__all__ = [
+    "ParityReport",
+    "difference_lines",
+    "report_path",
+    "write_json_atomic",
+    "load_reports",
+    "MAX_TEXT_DIFFERENCES",
+]
 
 MAX_TEXT_DIFFERENCES = 20
 MAX_JSON_DIFFERENCES = 200
@@ -46,28 +53,23 @@ class ParityReport:
     @property
     def mismatch_count(self) -> int:
         """Differing elements (values, list items, tensor elements) whose count is known."""
-        return sum(d.count for d in self.differences if not d.hash_only)
+        return mismatch_count(self.differences)
 
     @property
     def hash_only_tensors(self) -> int:
         """Tensors known only by their hash (above the inline size) whose hashes differ."""
-        return sum(d.hash_only for d in self.differences)
+        return hash_only_tensors(self.differences)
 
     def mismatch_text(self) -> str:
-        text = f"{self.mismatch_count} element(s)"
-        if self.hash_only_tensors:
-            text += f" + {self.hash_only_tensors} tensor(s) differing by hash (their elements are unknown)"
-        return text
+        return mismatch_text(self.differences)
 
     @property
     def max_abs_diff(self) -> float | None:
-        values = [d.max_abs_diff for d in self.differences if d.max_abs_diff is not None]
-        return max(values) if values else None
+        return max_abs_diff(self.differences)
 
     @property
     def max_ulp(self) -> int | None:
-        values = [d.max_ulp for d in self.differences if d.max_ulp is not None]
-        return max(values) if values else None
+        return max_ulp(self.differences)
 
     def summary(self) -> dict[str, Any]:
         first = self.first
@@ -109,29 +111,8 @@ class ParityReport:
         ]
         if self.error:
             lines.append(f"  {self.error}")
-        first = self.first
-        if first is not None:
-            where = f"{first.path}" + (f"  (flat index {first.index})" if first.index is not None else "")
-            lines.append(f"  first difference [{PHASE_NAMES[first.phase]}/{first.kind}]: {where}")
-            lines.append(f"    {first.message}")
-            if first.expected is not None or first.actual is not None:
-                expected_side, actual_side = ("legacy", "new") if self.tier == "A" else ("golden", "produced")
-                lines.append(f"    expected ({expected_side}): {first.expected}")
-                lines.append(f"    actual   ({actual_side}): {first.actual}")
-            max_abs = "n/a" if self.max_abs_diff is None else repr(self.max_abs_diff)
-            max_ulp = "n/a" if self.max_ulp is None else str(self.max_ulp)
-            lines.append(
-                f"  mismatches: {self.mismatch_text()}   max |diff|: {max_abs}   max ULP: {max_ulp}"
-                "   (ULP(+0.0, -0.0) = 0: equal numbers, different bits)"
-            )
-            lines.append(f"  differences ({len(self.differences)}):")
-            for d in self.differences[:MAX_TEXT_DIFFERENCES]:
-                at = f" @ {d.index}" if d.index is not None and d.kind == "bits" else ""
-                lines.append(f"    [{PHASE_NAMES[d.phase]}] {d.kind:<7} {d.path}{at}: {d.message}")
-            if len(self.differences) > MAX_TEXT_DIFFERENCES:
-                lines.append(
-                    f"    ... {len(self.differences) - MAX_TEXT_DIFFERENCES} more in the JSON report"
-                )
+        sides = ("legacy", "new") if self.tier == "A" else ("golden", "produced")
+        lines += difference_lines(self.differences, sides)
         if self.hypothesis:
             example = self.hypothesis.get("falsifying_example")
             if example:
@@ -141,6 +122,70 @@ class ParityReport:
             )
         lines.append(f"  reproduce: {self.reproduce}")
         return "\n".join(lines)
+
+
+def mismatch_count(differences: list[Difference]) -> int:
+    """Differing elements (values, list items, tensor elements) whose count is known."""
+    return sum(d.count for d in differences if not d.hash_only)
+
+
+def hash_only_tensors(differences: list[Difference]) -> int:
+    """Tensors known only by their hash (above the inline size) whose hashes differ."""
+    return sum(d.hash_only for d in differences)
+
+
+def mismatch_text(differences: list[Difference]) -> str:
+    text = f"{mismatch_count(differences)} element(s)"
+    hashed = hash_only_tensors(differences)
+    if hashed:
+        text += f" + {hashed} tensor(s) differing by hash (their elements are unknown)"
+    return text
+
+
+def max_abs_diff(differences: list[Difference]) -> float | None:
+    values = [d.max_abs_diff for d in differences if d.max_abs_diff is not None]
+    return max(values) if values else None
+
+
+def max_ulp(differences: list[Difference]) -> int | None:
+    values = [d.max_ulp for d in differences if d.max_ulp is not None]
+    return max(values) if values else None
+
+
+def difference_lines(
+    differences: list[Difference], sides: tuple[str, str] | None = None, *, more: str = " in the JSON report"
+) -> list[str]:
+    """The report's difference block: first difference (path, index, both values), counts, list.
+
+    ``sides`` names the two sides in the value lines (``("legacy", "new")``); ``more`` follows
+    the count of differences left out of the list. Empty when there is no difference.
+    """
+    if not differences:
+        return []
+    first = differences[0]
+    lines = []
+    where = f"{first.path}" + (f"  (flat index {first.index})" if first.index is not None else "")
+    lines.append(f"  first difference [{PHASE_NAMES[first.phase]}/{first.kind}]: {where}")
+    lines.append(f"    {first.message}")
+    if first.expected is not None or first.actual is not None:
+        expected_side, actual_side = (f" ({sides[0]})", f" ({sides[1]})") if sides else ("", "")
+        lines.append(f"    expected{expected_side}: {first.expected}")
+        lines.append(f"    actual  {actual_side}: {first.actual}")
+    largest = max_abs_diff(differences)
+    ulp = max_ulp(differences)
+    max_abs = "n/a" if largest is None else repr(largest)
+    max_ulp_text = "n/a" if ulp is None else str(ulp)
+    lines.append(
+        f"  mismatches: {mismatch_text(differences)}   max |diff|: {max_abs}   max ULP: {max_ulp_text}"
+        "   (ULP(+0.0, -0.0) = 0: equal numbers, different bits)"
+    )
+    lines.append(f"  differences ({len(differences)}):")
+    for d in differences[:MAX_TEXT_DIFFERENCES]:
+        at = f" @ {d.index}" if d.index is not None and d.kind == "bits" else ""
+        lines.append(f"    [{PHASE_NAMES[d.phase]}] {d.kind:<7} {d.path}{at}: {d.message}")
+    if len(differences) > MAX_TEXT_DIFFERENCES:
+        lines.append(f"    ... {len(differences) - MAX_TEXT_DIFFERENCES} more{more}")
+    return lines
 
 
 def report_path(report_dir: Path, backend: str, platform: str, case_id: str) -> Path:

@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 from hyper_parallel.components.profiler import Profiler  # noqa: E402
 from hyper_parallel.platform import get_platform  # noqa: E402
-from parity import canonical  # noqa: E402
+from parity import assert_bitwise_equal, canonical  # noqa: E402
 from parity.compare import VALUES, compare  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -159,7 +159,7 @@ def test_trace_files_and_steps_match_legacy(tmp_path, wait, warmup, active, step
     _run_legacy(tmp_path / "legacy", **sched)
     _run_new(tmp_path / "new", **sched)
     legacy, new = _traces(tmp_path / "legacy"), _traces(tmp_path / "new")
-    assert compare(legacy, new, "profiler") == []
+    assert_bitwise_equal(legacy, new, "profiler")
     expected = _expected_steps(wait, warmup, active, steps)
     rank = get_platform().get_rank()
     got = [row["steps"] for row in canonical.to_json(new).get(f"rank_{rank}", [])]
@@ -175,7 +175,7 @@ def test_rank_folder_follows_the_platform_rank_on_both_paths(tmp_path, monkeypat
     _run_legacy(tmp_path / "legacy", **sched)
     _run_new(tmp_path / "new", **sched)
     legacy, new = _traces(tmp_path / "legacy"), _traces(tmp_path / "new")
-    assert compare(legacy, new, "profiler") == []
+    assert_bitwise_equal(legacy, new, "profiler")
     assert list(canonical.to_json(new)) == ["rank_3"]
     # An explicit rank kwarg wins over the platform's.
     with _config(tmp_path / "explicit", wait=0, warmup=1, active=1).build(rank=5) as prof:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parity import canonical
+from parity import assert_bitwise_equal
 from parity.compare import compare
 from parity.suites.e2e_trainer import run_legacy, run_new
 from parity.suites.legacy_trainer import legacy_args
@@ -31,8 +31,7 @@ def both_runs(tmp_path_factory):
 def test_artifact_is_bit_identical(both_runs, artifact):
     _, legacy, new = both_runs
     assert artifact in legacy and artifact in new
-    differences = compare(legacy[artifact], new[artifact], artifact)
-    assert differences == [], "\n".join(str(d) for d in differences[:5])
+    assert_bitwise_equal(legacy[artifact], new[artifact], artifact)
 
 
 def test_the_run_is_not_trivial(both_runs):
@@ -58,7 +57,7 @@ def test_same_first_batches():
     new = legacy_to_trainer_config(args).build()
     new_batches = [mb for group, _ in zip(new.dataloader.micro_batch_iterator(), range(3)) for mb in group]
     assert len(legacy_batches) == 12
-    assert compare(canonical.batches(legacy_batches), canonical.batches(new_batches), "batches") == []
+    assert_bitwise_equal(legacy_batches, new_batches, "batches", kind="batches")
 
 
 @pytest.mark.parametrize(("writer", "reader"), [("legacy", "new"), ("new", "legacy")])
@@ -68,9 +67,9 @@ def test_checkpoint_resumes_in_the_other_path(both_runs, tmp_path, writer, reade
     load = f"--train.checkpoint.load_path={root / writer / 'ckpt' / 'step_10'}"
     run = {"legacy": run_legacy, "new": run_new}[reader]
     resumed = run(load, "--train.checkpoint.save_steps=10", workdir=tmp_path)
-    assert compare(uninterrupted["losses"][10:], resumed["losses"], "losses") == []
-    assert compare(uninterrupted["grad_norms"][10:], resumed["grad_norms"], "grad_norms") == []
-    assert compare(uninterrupted["checkpoint"], resumed["checkpoint"], "checkpoint") == []
+    assert_bitwise_equal(uninterrupted["losses"][10:], resumed["losses"], "losses")
+    assert_bitwise_equal(uninterrupted["grad_norms"][10:], resumed["grad_norms"], "grad_norms")
+    assert_bitwise_equal(uninterrupted["checkpoint"], resumed["checkpoint"], "checkpoint")
 
 
 def test_planted_divergence_is_caught(both_runs, tmp_path):
@@ -115,7 +114,7 @@ def test_initial_weights_load_identically(both_runs, tmp_path, source):
     legacy = run_legacy(*overrides, workdir=tmp_path / "legacy")
     new = run_new(*overrides, workdir=tmp_path / "new")
     for artifact in ("losses", "grad_norms"):
-        assert compare(legacy[artifact], new[artifact], artifact) == [], artifact
+        assert_bitwise_equal(legacy[artifact], new[artifact], artifact)
     # The weights were really loaded: the first loss is the trained model's, not the random init's.
     fresh = [leaf.value for leaf in both_runs[1]["losses"]]
     assert legacy["losses"][0].value < fresh[0] - 0.01
