@@ -10,6 +10,10 @@ A case is one named, seeded check of one artifact kind on a set of backends:
 Producers are called as ``producer(**params, **drawn)`` and return a canonicalisable tree (see
 ``parity.canonical``). The case id is built only from the kind, the name and the sorted params, so
 every pytest-xdist worker derives the same ids in the same order.
+
+``tags`` name what a case covers (the component: ``optimizer``, ``loss``...; or ``e2e``,
+``legacy``); they select cases (``Registry.select(tags=...)``, ``case_params(registry, tag=...)``,
+``python -m parity run --tag ...``) and are not part of the id, so they never rename a golden.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ class Case:
     new: Producer | None = field(default=None, repr=False, compare=False)
     producer: Producer | None = field(default=None, repr=False, compare=False)
     strategies: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
+    tags: tuple[str, ...] = field(default=(), compare=False)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,6 +115,15 @@ class Case:
                 f"case {self.name!r}: hypothesis strategies are for tier A only; a golden must come from "
                 "explicit params and seed (derandomized examples change with hypothesis versions)"
             )
+        if isinstance(self.tags, str) or not isinstance(self.tags, tuple):
+            raise TypeError(f"case {self.name!r}: tags must be a tuple of strings, got {self.tags!r}")
+        for tag in self.tags:
+            if not isinstance(tag, str) or not _NAME_RE.fullmatch(tag):
+                raise ValueError(
+                    f"case {self.name!r}: tag {tag!r}: expected an identifier ([A-Za-z][A-Za-z0-9_]*)"
+                )
+        if len(set(self.tags)) != len(self.tags):
+            raise ValueError(f"case {self.name!r}: tags {self.tags!r} repeat a tag")
         clash = sorted({k for k, _ in self.params} & {k for k, _ in self.strategies})
         if clash:
             raise ValueError(f"case {self.name!r}: {clash} are both params and strategies")
@@ -158,6 +172,7 @@ class Registry:
         params: Mapping[str, Any] | None = None,
         backends: Sequence[str] = ("torch",),
         strategies: Mapping[str, Any] | None = None,
+        tags: tuple[str, ...] = (),
     ) -> Case:
         """Register a tier A case: ``legacy(**params, **drawn)`` vs ``new(**params, **drawn)``."""
         return self.add(
@@ -170,6 +185,7 @@ class Registry:
                 legacy=legacy,
                 new=new,
                 strategies=tuple(sorted((strategies or {}).items())),
+                tags=tags,
             )
         )
 
@@ -182,6 +198,7 @@ class Registry:
         seed: int = 0,
         params: Mapping[str, Any] | None = None,
         backends: Sequence[str] = ("torch",),
+        tags: tuple[str, ...] = (),
     ) -> Case:
         """Register a tier B case: ``producer(**params)`` against its committed golden file."""
         return self.add(
@@ -192,6 +209,7 @@ class Registry:
                 params=tuple(sorted((params or {}).items())),
                 backends=tuple(backends),
                 producer=producer,
+                tags=tags,
             )
         )
 
@@ -209,12 +227,22 @@ class Registry:
         used = {b for case in self for b in case.backends}
         return [b for b in SUPPORTED_BACKENDS if b in used]
 
-    def select(self, keyword: str | None = None, ids: Sequence[str] = ()) -> list[Case]:
-        """Cases whose id matches the ``-k`` expression and, when given, one of the exact ``ids``."""
+    def tags(self) -> list[str]:
+        """Every tag some case carries, sorted."""
+        return sorted({t for case in self for t in case.tags})
+
+    def select(
+        self, keyword: str | None = None, ids: Sequence[str] = (), tags: Sequence[str] = ()
+    ) -> list[Case]:
+        """Cases whose id matches the ``-k`` expression and, when given, one of the exact ``ids``
+        and one of the ``tags``."""
         unknown = [i for i in ids if i not in self._cases]
         if unknown:
             raise KeyError(f"unknown case id(s) {unknown}; `python -m parity list` shows the registered ids")
-        chosen = [c for c in self if (not ids or c.id in ids)]
+        unknown_tags = sorted(set(tags) - set(self.tags()))
+        if unknown_tags:
+            raise KeyError(f"unknown tag(s) {unknown_tags}; the registered tags are {self.tags()}")
+        chosen = [c for c in self if (not ids or c.id in ids) and (not tags or set(c.tags) & set(tags))]
         return [c for c in chosen if keyword is None or keyword_matches(keyword, c.id)]
 
 

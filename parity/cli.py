@@ -11,7 +11,8 @@
 numerics before the framework loads (``parity.numerics``).
 
 ``--cases`` names the registry (``module[:ATTR]`` or ``file.py[:ATTR]``; default: the suites in
-``parity/suites``), ``-k`` selects by id like pytest's ``-k``, ``--id`` by exact id.
+``parity/suites``), ``-k`` selects by id like pytest's ``-k``, ``--id`` by exact id, ``--tag`` by
+tag (a case with any of the given tags; ``list`` shows each case's tags).
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-k", dest="keyword", default=None, help="select case ids by expression (and/or/not)")
         p.add_argument(
             "--id", dest="ids", action="append", default=[], help="select an exact case id (repeatable)"
+        )
+        p.add_argument(
+            "--tag",
+            dest="tags",
+            action="append",
+            default=[],
+            help="select cases by tag (repeatable: any of them)",
         )
         p.add_argument(
             "--backend",
@@ -142,13 +150,19 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return _env(args, console)
     try:
         registry = load_registry(args.cases)
-        cases = registry.select(args.keyword, args.ids)
+        cases = registry.select(args.keyword, args.ids, args.tags)
     except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
-    if not cases and (args.keyword or args.ids):
+    if not cases and (args.keyword or args.ids or args.tags):
         asked = " and ".join(
-            part for part in (f"-k {args.keyword!r}" if args.keyword else "", _ids_text(args.ids)) if part
+            part
+            for part in (
+                f"-k {args.keyword!r}" if args.keyword else "",
+                _ids_text(args.ids),
+                " ".join(f"--tag {t}" for t in args.tags),
+            )
+            if part
         )
         console.print(
             f"[bold red]error:[/] no case matches {asked} ({len(registry)} cases registered; "
@@ -225,7 +239,7 @@ def _progress(console: Console) -> Progress:
 def _list(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
     engine = _engine(args, registry, None)
     table = Table(title=f"parity cases ({registry.source})")
-    for column in ("case", "tier", "kind", "seed", "backends", "golden"):
+    for column in ("case", "tier", "kind", "tags", "seed", "backends", "golden"):
         table.add_column(column, overflow="fold")
     for case in cases:
         status = "-"
@@ -233,7 +247,9 @@ def _list(args: argparse.Namespace, console: Console, registry: Registry, cases:
             present = [b for b in case.backends if engine.golden_path(case, b).exists()]
             status = f"{engine.platform_key()}: " + (", ".join(present) if present else "missing")
         tier = case.tier + (" (hypothesis)" if case.strategies else "")
-        table.add_row(case.id, tier, case.kind, str(case.seed), ", ".join(case.backends), status)
+        table.add_row(
+            case.id, tier, case.kind, ", ".join(case.tags), str(case.seed), ", ".join(case.backends), status
+        )
     console.print(table)
     return 0
 

@@ -80,8 +80,13 @@ def refuse_parallel_update(config: pytest.Config) -> None:
         )
 
 
-def case_params(registry: Registry, backends: tuple[str, ...] | None = None) -> list[Any]:
+def case_params(
+    registry: Registry, backends: tuple[str, ...] | None = None, *, tag: str | None = None
+) -> list[Any]:
     """One ``pytest.param(case, backend)`` per case and backend, id ``<backend>-<case id>``.
+
+    ``tag`` keeps the cases that carry it (a component test selects its suite cases this way:
+    ``case_params(REGISTRY, tag="optimizer")``); an unknown tag is an error, not an empty list.
 
     Each case is marked ``xdist_group(<producer module>)``: cases of one suite module often share a
     cached run (the end-to-end trainer runs, say), so under ``--dist loadgroup`` one worker runs
@@ -94,7 +99,7 @@ def case_params(registry: Registry, backends: tuple[str, ...] | None = None) -> 
             id=f"{backend}-{case.id}",
             marks=pytest.mark.xdist_group(_group(case)),
         )
-        for case in registry
+        for case in (registry if tag is None else registry.select(tags=(tag,)))
         for backend in case.backends
         if backends is None or backend in backends
     ]

@@ -3,6 +3,10 @@
 Adding cases: create ``parity/suites/<name>.py`` that calls ``REGISTRY.pair(...)`` /
 ``REGISTRY.golden(...)`` at import time. Modules are imported in name order, so case order (and
 with it pytest-xdist collection) is the same in every process.
+
+Every case carries at least one of ``TAGS``: the component it covers (``COMPONENT_TAGS``; a
+component's test module selects its cases with ``case_params(REGISTRY, tag="<component>")``), or
+``e2e`` (whole trainers), ``legacy`` (goldens of the legacy trainer), ``selfcheck`` (the harness).
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ import pkgutil
 
 from parity.cases import REGISTRY
 
-__all__ = ["REGISTRY"]
+__all__ = ["COMPONENT_TAGS", "REGISTRY", "TAGS"]
+
+COMPONENT_TAGS = ("optimizer", "lr_scheduler", "loss", "tokenizer", "dataloader", "checkpoint", "metrics")
+TAGS = (*COMPONENT_TAGS, "e2e", "legacy", "selfcheck")
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")

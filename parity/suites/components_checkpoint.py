@@ -312,6 +312,7 @@ def manager_resume(*, steps: int) -> dict[str, Any]:
 REGISTRY.pair(
     "component_checkpoint_layout",
     kind="checkpoint",
+    tags=("checkpoint",),
     seed=0,
     params={"steps": 2},
     legacy=legacy_layout,
@@ -320,6 +321,7 @@ REGISTRY.pair(
 REGISTRY.pair(
     "component_checkpoint_resume",
     kind="checkpoint",
+    tags=("checkpoint",),
     seed=0,
     params={"steps": 2},
     legacy=legacy_resume,
@@ -328,6 +330,7 @@ REGISTRY.pair(
 REGISTRY.golden(
     "component_checkpoint_manager",
     kind="checkpoint",
+    tags=("checkpoint",),
     seed=0,
     params={"steps": 5},
     producer=manager_layout,

@@ -194,6 +194,7 @@ for _name, _params in _PAIRS:
     REGISTRY.pair(
         _name,
         kind="batches",
+        tags=("dataloader",),
         seed=0,
         params={**_params, "n": 6},
         legacy=legacy_batches,
@@ -226,4 +227,6 @@ _GOLDENS = [
 ]
 
 for _name, _params in _GOLDENS:
-    REGISTRY.golden(_name, kind="batches", seed=0, params={**_params, "n": 4}, producer=new_batches)
+    REGISTRY.golden(
+        _name, kind="batches", tags=("dataloader",), seed=0, params={**_params, "n": 4}, producer=new_batches
+    )

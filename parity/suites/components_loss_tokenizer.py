@@ -30,8 +30,6 @@ from parity import assets, canonical
 from parity.cases import REGISTRY
 
 __all__ = [
-    "LOSS_CASE_IDS",
-    "TOKENIZER_CASE_IDS",
     "TEXTS",
     "TOKENIZER_VARIANTS",
     "model_batch",
@@ -328,17 +326,15 @@ _LOSS_PAIRS = (
     {"ignore": "prompt", "chunks": 64, "batch": 1, "seq": 20},  # more chunks than rows
 )
 
-LOSS_CASE_IDS: list[str] = []
 for _extra in _LOSS_PAIRS:
-    LOSS_CASE_IDS.append(
-        REGISTRY.pair(
-            "component_loss_vs_legacy",
-            kind="losses",
-            seed=0,
-            params={**_LOSS_BASE, **_extra},
-            legacy=legacy_loss,
-            new=new_loss,
-        ).id
+    REGISTRY.pair(
+        "component_loss_vs_legacy",
+        kind="losses",
+        tags=("loss",),
+        seed=0,
+        params={**_LOSS_BASE, **_extra},
+        legacy=legacy_loss,
+        new=new_loss,
     )
 
 _LOSS_STRATEGIES = {
@@ -348,16 +344,15 @@ _LOSS_STRATEGIES = {
     "ignore_pct": st.sampled_from([0, 10, 50, 90, 100]),
 }
 for _chunks in (0, 4):
-    LOSS_CASE_IDS.append(
-        REGISTRY.pair(
-            "component_loss_drawn_vs_legacy",
-            kind="losses",
-            seed=0,
-            params={"chunks": _chunks},
-            legacy=legacy_loss_drawn,
-            new=new_loss_drawn,
-            strategies=_LOSS_STRATEGIES,
-        ).id
+    REGISTRY.pair(
+        "component_loss_drawn_vs_legacy",
+        kind="losses",
+        tags=("loss",),
+        seed=0,
+        params={"chunks": _chunks},
+        legacy=legacy_loss_drawn,
+        new=new_loss_drawn,
+        strategies=_LOSS_STRATEGIES,
     )
 
 for _extra in (
@@ -365,17 +360,15 @@ for _extra in (
     {"ignore": "prompt", "chunks": 3},
     {"ignore": "all", "chunks": 0},
 ):
-    LOSS_CASE_IDS.append(
-        REGISTRY.golden(
-            "component_loss",
-            kind="losses",
-            seed=0,
-            params={"seed": 0, "batch": 2, "seq": 32, "data_seed": 7, **_extra},
-            producer=component_loss_golden,
-        ).id
+    REGISTRY.golden(
+        "component_loss",
+        kind="losses",
+        tags=("loss",),
+        seed=0,
+        params={"seed": 0, "batch": 2, "seq": 32, "data_seed": 7, **_extra},
+        producer=component_loss_golden,
     )
 
-TOKENIZER_CASE_IDS: list[str] = []
 for _variant, _special in (
     ("asset", True),
     ("asset", False),
@@ -384,45 +377,41 @@ for _variant, _special in (
     ("pad", True),
     ("no_eos", True),
 ):
-    TOKENIZER_CASE_IDS.append(
-        REGISTRY.pair(
-            "component_tokenizer_vs_legacy",
-            kind="token_ids",
-            params={"variant": _variant, "special": _special},
-            legacy=legacy_token_ids,
-            new=new_token_ids,
-        ).id
+    REGISTRY.pair(
+        "component_tokenizer_vs_legacy",
+        kind="token_ids",
+        tags=("tokenizer",),
+        params={"variant": _variant, "special": _special},
+        legacy=legacy_token_ids,
+        new=new_token_ids,
     )
 
 for _variant in ("asset", "bos_eos"):
-    TOKENIZER_CASE_IDS.append(
-        REGISTRY.pair(
-            "component_tokenizer_drawn_vs_legacy",
-            kind="token_ids",
-            params={"variant": _variant},
-            legacy=legacy_token_ids,
-            new=new_token_ids,
-            strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
-        ).id
+    REGISTRY.pair(
+        "component_tokenizer_drawn_vs_legacy",
+        kind="token_ids",
+        tags=("tokenizer",),
+        params={"variant": _variant},
+        legacy=legacy_token_ids,
+        new=new_token_ids,
+        strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
     )
 
 for _variant in ("asset", "pad", "no_eos"):
-    TOKENIZER_CASE_IDS.append(
-        REGISTRY.pair(
-            "component_tokenizer_transform_vs_legacy",
-            kind="token_ids",
-            params={"variant": _variant, "cutoff": 64, "rows": 24},
-            legacy=legacy_transform,
-            new=new_transform,
-        ).id
+    REGISTRY.pair(
+        "component_tokenizer_transform_vs_legacy",
+        kind="token_ids",
+        tags=("tokenizer",),
+        params={"variant": _variant, "cutoff": 64, "rows": 24},
+        legacy=legacy_transform,
+        new=new_transform,
     )
 
 for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False)):
-    TOKENIZER_CASE_IDS.append(
-        REGISTRY.golden(
-            "component_tokenizer",
-            kind="token_ids",
-            params={"variant": _variant, "special": _special},
-            producer=new_token_ids,
-        ).id
+    REGISTRY.golden(
+        "component_tokenizer",
+        kind="token_ids",
+        tags=("tokenizer",),
+        params={"variant": _variant, "special": _special},
+        producer=new_token_ids,
     )

@@ -380,6 +380,11 @@ CASE_PARAMS = (
 
 for _params in CASE_PARAMS:
     REGISTRY.pair(
-        "metrics_processor_vs_callbacks", kind="metrics", params=_params, legacy=legacy_case, new=new_case
+        "metrics_processor_vs_callbacks",
+        kind="metrics",
+        tags=("metrics",),
+        params=_params,
+        legacy=legacy_case,
+        new=new_case,
     )
-    REGISTRY.golden("metrics_processor", kind="metrics", params=_params, producer=new_case)
+    REGISTRY.golden("metrics_processor", kind="metrics", tags=("metrics",), params=_params, producer=new_case)

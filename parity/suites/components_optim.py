@@ -239,11 +239,17 @@ _GROUP_PARAMS = (
 )
 for _params in _GROUP_PARAMS:
     REGISTRY.pair(
-        "optim_groups", kind="param_groups", params=_params, legacy=legacy_param_groups, new=new_param_groups
+        "optim_groups",
+        kind="param_groups",
+        tags=("optimizer",),
+        params=_params,
+        legacy=legacy_param_groups,
+        new=new_param_groups,
     )
 REGISTRY.pair(
     "optim_in_backward_groups",
     kind="param_groups",
+    tags=("optimizer",),
     params=_GROUP_PARAMS[1],
     legacy=legacy_param_groups,
     new=new_in_backward_param_groups,
@@ -296,13 +302,21 @@ LR_GRID = (
     {"steps": 100, "warmup_ratio": 0.07, "decay_style": "cosine", "lr_min": 0.0},
 )
 for _params in LR_GRID:
-    REGISTRY.pair("lrsched_grid", kind="lr_curve", params=_params, legacy=legacy_lr_curve, new=new_lr_curve)
+    REGISTRY.pair(
+        "lrsched_grid",
+        kind="lr_curve",
+        tags=("lr_scheduler",),
+        params=_params,
+        legacy=legacy_lr_curve,
+        new=new_lr_curve,
+    )
 
 # The YAML says 100 steps; the dataset leaves 24 (hf shrink: 198 rows // 8). ceil(24 * 0.1) = 3
 # warmup steps, where a ratio resolved from the YAML would give 10.
 REGISTRY.pair(
     "lrsched_dataset_shrunk",
     kind="lr_curve",
+    tags=("lr_scheduler",),
     params={"steps": 100, "data_steps": 24, "warmup_ratio": 0.1, "decay_style": "cosine", "lr_min": 1e-5},
     legacy=legacy_lr_curve,
     new=new_lr_curve,
@@ -337,6 +351,7 @@ def new_preset_pt_curve(*, steps: int, stale_steps: int, warmup_ratio: float):
 REGISTRY.pair(
     "lrsched_preset_pt_reset",
     kind="lr_curve",
+    tags=("lr_scheduler",),
     params={"steps": 30, "stale_steps": 7, "warmup_ratio": 0.1},
     legacy=legacy_preset_pt_curve,
     new=new_preset_pt_curve,
@@ -357,6 +372,7 @@ def _lr_strategies() -> dict[str, Any]:
 REGISTRY.pair(
     "lrsched_hypothesis",
     kind="lr_curve",
+    tags=("lr_scheduler",),
     legacy=legacy_lr_curve,
     new=new_lr_curve,
     strategies=_lr_strategies(),
@@ -400,6 +416,7 @@ def new_in_backward_trained(*, seed: int, steps: int, clip: bool):
 REGISTRY.pair(
     "optim_state",
     kind="checkpoint",
+    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": True},
     legacy=legacy_trained,
@@ -408,6 +425,7 @@ REGISTRY.pair(
 REGISTRY.pair(
     "optim_in_backward_state",
     kind="checkpoint",
+    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": False},
     legacy=legacy_trained,
@@ -417,13 +435,22 @@ REGISTRY.pair(
 
 # ----------------------------------------------------------------------------- tier B goldens
 
-REGISTRY.golden("optim_new_groups", kind="param_groups", params=_GROUP_PARAMS[0], producer=new_param_groups)
+REGISTRY.golden(
+    "optim_new_groups",
+    kind="param_groups",
+    tags=("optimizer",),
+    params=_GROUP_PARAMS[0],
+    producer=new_param_groups,
+)
 REGISTRY.golden(
     "optim_new_state",
     kind="checkpoint",
+    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": True},
     producer=new_trained,
 )
 for _params in (LR_GRID[1], LR_GRID[3]):
-    REGISTRY.golden("lrsched_new_curve", kind="lr_curve", params=_params, producer=new_lr_curve)
+    REGISTRY.golden(
+        "lrsched_new_curve", kind="lr_curve", tags=("lr_scheduler",), params=_params, producer=new_lr_curve
+    )

@@ -121,4 +121,6 @@ def new_events(**params: Any) -> dict[str, Any]:
 # 3 steps of 2 micro-batches (global batch 4, micro batch 2), a checkpoint at step 2 and the final
 # one at 3, a log line every 2 steps; the resume reads step_3 from the run folder and trains step 4.
 PARAMS = {"steps": 3, "save_steps": 2, "log_steps": 2, "global_batch_size": 4}
-REGISTRY.pair("user_callbacks", kind="e2e", seed=42, params=PARAMS, legacy=legacy_events, new=new_events)
+REGISTRY.pair(
+    "user_callbacks", kind="e2e", tags=("e2e",), seed=42, params=PARAMS, legacy=legacy_events, new=new_events
+)

@@ -190,10 +190,19 @@ def checkpoint_after(*, steps: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- registration
 
-REGISTRY.golden("legacy_debug_recipe_curve", kind="train_curve", seed=42, producer=recipe_curve)
-REGISTRY.golden("legacy_debug_recipe_metric_keys", kind="metrics", seed=42, producer=recipe_metric_keys)
 REGISTRY.golden(
-    "legacy_debug_param_groups", kind="param_groups", seed=0, params={"seed": 0}, producer=param_groups
+    "legacy_debug_recipe_curve", kind="train_curve", tags=("legacy",), seed=42, producer=recipe_curve
+)
+REGISTRY.golden(
+    "legacy_debug_recipe_metric_keys", kind="metrics", tags=("legacy",), seed=42, producer=recipe_metric_keys
+)
+REGISTRY.golden(
+    "legacy_debug_param_groups",
+    kind="param_groups",
+    tags=("legacy",),
+    seed=0,
+    params={"seed": 0},
+    producer=param_groups,
 )
 
 for _steps, _ratio, _style, _lr_min in (
@@ -209,19 +218,31 @@ for _steps, _ratio, _style, _lr_min in (
     REGISTRY.golden(
         "legacy_lr",
         kind="lr_curve",
+        tags=("legacy",),
         params={"steps": _steps, "warmup_ratio": _ratio, "decay_style": _style, "lr_min": _lr_min},
         producer=lr_curve,
     )
 
 REGISTRY.golden(
-    "legacy_debug_model_loss", kind="losses", params={"seed": 0, "batch": 2, "seq": 32}, producer=model_loss
+    "legacy_debug_model_loss",
+    kind="losses",
+    tags=("legacy",),
+    params={"seed": 0, "batch": 2, "seq": 32},
+    producer=model_loss,
 )
 for _dp, _rank in ((1, 0), (2, 0), (2, 1)):
     REGISTRY.golden(
         "legacy_dummy_batches",
         kind="batches",
+        tags=("legacy",),
         params={"dp_shard": _dp, "rank": _rank, "num": 3},
         producer=dummy_batches,
     )
-REGISTRY.golden("legacy_multilingual", kind="token_ids", producer=tokenizer_ids)
-REGISTRY.golden("legacy_after_5_steps", kind="checkpoint", params={"steps": 5}, producer=checkpoint_after)
+REGISTRY.golden("legacy_multilingual", kind="token_ids", tags=("legacy",), producer=tokenizer_ids)
+REGISTRY.golden(
+    "legacy_after_5_steps",
+    kind="checkpoint",
+    tags=("legacy",),
+    params={"steps": 5},
+    producer=checkpoint_after,
+)

@@ -33,6 +33,7 @@ _SEED = 1234
 REGISTRY.pair(
     "reseed",
     kind="rng",
+    tags=("selfcheck",),
     seed=_SEED,
     params={"numel": 96},
     legacy=_randn_global,
@@ -67,6 +68,7 @@ def _warmup_cosine_lrs(*, warmup_steps: int, steps: int, lr: float):
 REGISTRY.golden(
     "lambda_warmup_cosine",
     kind="lr_curve",
+    tags=("selfcheck",),
     seed=0,
     params={"warmup_steps": 3, "steps": 12, "lr": 0.001},
     producer=_warmup_cosine_lrs,
@@ -92,6 +94,7 @@ def _adamw_checkpoint(*, dim: int, steps: int):
 REGISTRY.golden(
     "adamw_tiny",
     kind="checkpoint",
+    tags=("selfcheck",),
     seed=7,
     params={"dim": 4, "steps": 2},
     producer=_adamw_checkpoint,

@@ -24,8 +24,8 @@ from hypothesis import strategies as st  # noqa: E402
 from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError  # noqa: E402
 from hyper_parallel.components.checkpoint import CheckpointCorruptError, CheckpointManager  # noqa: E402
 from hyper_parallel.platform import get_platform  # noqa: E402
-from parity import canonical  # noqa: E402
-from parity.cases import REGISTRY, Registry  # noqa: E402
+from parity import assert_bitwise_equal, canonical  # noqa: E402
+from parity.cases import REGISTRY  # noqa: E402
 from parity.compare import compare  # noqa: E402
 from parity.pytest_plugin import case_params, run_case  # noqa: E402
 from parity.suites import components_checkpoint as suite  # noqa: E402
@@ -39,38 +39,22 @@ pytestmark = pytest.mark.filterwarnings(
 STEPS = 2
 
 
-def assert_same(expected, actual, root: str = "checkpoint") -> None:
-    differences = compare(canonical.canonicalise(expected), canonical.canonicalise(actual), root)
-    assert not differences, "\n".join(f"{d.path}: {d.message} (index {d.index})" for d in differences[:10])
-
-
 def tmp_leftovers(root: Path) -> list[str]:
     return [str(p) for p in Path(root).rglob("*") if p.name.endswith(".tmp")]
 
 
 # --------------------------------------------------------------------------- harness cases
-def _own_cases() -> Registry:
-    registry = Registry(source=REGISTRY.source)
-    for case in REGISTRY:
-        if case.id.startswith("checkpoint.component_checkpoint"):
-            registry.add(case)
-    return registry
-
-
-OWN_CASES = _own_cases()
-
-
 def test_cases_are_registered():
-    assert {c.id for c in OWN_CASES} == {
+    assert {c.id for c in REGISTRY.select(tags=("checkpoint",))} == {
         "checkpoint.component_checkpoint_layout-steps=2",
         "checkpoint.component_checkpoint_resume-steps=2",
         "checkpoint.component_checkpoint_manager-steps=5",
     }
 
 
-@pytest.mark.parametrize(("case", "backend"), case_params(OWN_CASES))
+@pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="checkpoint"))
 def test_parity_case(case, backend, request):
-    run_case(request, OWN_CASES, case, backend)
+    run_case(request, REGISTRY, case, backend)
 
 
 # --------------------------------------------------------------------------- shared saves
@@ -106,7 +90,7 @@ def test_both_paths_write_the_same_artifacts(saved):
     ]
     assert saved.manager_read["extra_state"] == {"global_step": STEPS, "epoch": 1}
     assert saved.manager_read["hf"]["metadata"] == {"format": "pt"}
-    assert_same(saved.legacy_read, saved.manager_read)
+    assert_bitwise_equal(saved.legacy_read, saved.manager_read, "checkpoint")
     # Every .pt artifact loads with weights_only=True.
     for name in ("optimizer_rank0.pt", "scheduler.pt", "rng_rank0.pt", "dataloader_rank0.pt"):
         torch.load(saved.manager / name, weights_only=True)
@@ -128,7 +112,7 @@ def test_either_folder_resumes_in_either_path(saved, writer, reader, tmp_path):
     torch.manual_seed(4321)
     step, epoch = reader(target, str(getattr(saved, writer)), tmp_path)
     assert (step, epoch) == (STEPS, 1)
-    assert_same(saved.live, suite.live_state(target))
+    assert_bitwise_equal(saved.live, suite.live_state(target), "checkpoint")
     assert target.lr_scheduler.last_epoch == STEPS
 
 
@@ -271,7 +255,7 @@ def test_readable_but_mismatched_state_only_warns_like_legacy(saved, tmp_path, c
         assert target.lr_scheduler.last_epoch == STEPS  # later artifacts still restored
         after[name] = suite.live_state(target)
     assert sum("optimizer_rank0.pt" in r.getMessage() for r in caplog.records) == 2
-    assert_same(after["legacy"], after["manager"])
+    assert_bitwise_equal(after["legacy"], after["manager"], "checkpoint")
 
 
 def test_load_path_must_be_an_existing_directory(tmp_path):
@@ -468,9 +452,10 @@ def test_export_without_adapter_matches_legacy(saved, tmp_path):
     )
     assert mgr.export_hf(str(tmp_path / "manager")) == str(tmp_path / "manager")
     assert os.listdir(tmp_path / "manager") == ["model.safetensors"]
-    assert_same(
+    assert_bitwise_equal(
         canonical.checkpoint(load_file(tmp_path / "legacy" / "model.safetensors")),
         canonical.checkpoint(load_file(tmp_path / "manager" / "model.safetensors")),
+        "checkpoint",
     )
 
 
@@ -507,8 +492,10 @@ def test_load_weights_matches_legacy_dispatch(saved, tmp_path, source):
     if source == "safetensors_file":
         save_file({k: v for k, v in trained.items() if k != "lm_head.weight"}, paths[source])
     legacy, new = _legacy_weights(str(paths[source])), _manager_weights(str(paths[source]))
-    assert_same(legacy, new)
-    assert_same(canonical.checkpoint(trained), new)  # really loaded, not left at the init
+    assert_bitwise_equal(legacy, new, "checkpoint")
+    assert_bitwise_equal(
+        canonical.checkpoint(trained), new, "checkpoint"
+    )  # really loaded, not left at the init
 
 
 def test_load_weights_errors_match_legacy(tmp_path):
@@ -588,7 +575,9 @@ def test_several_model_parts_save_and_resume(tmp_path):
     )
     assert loader.load(str(tmp_path / "step_1")) == (1, 0)
     for old, new in zip(parts, fresh, strict=True):
-        assert_same(canonical.checkpoint(old.state_dict()), canonical.checkpoint(new.state_dict()))
+        assert_bitwise_equal(
+            canonical.checkpoint(old.state_dict()), canonical.checkpoint(new.state_dict()), "checkpoint"
+        )
     with pytest.raises(ValueError, match=r"model_parts\[1\] repeats state-dict keys"):
         CheckpointManager.Config(output_dir=str(tmp_path), save_steps=1).build(
             model_parts=[_Tiny(), _Tiny()], optimizers=None, lr_schedulers=None, dataloader=None
@@ -610,12 +599,12 @@ def test_fsdp2_layout_async_save_and_cross_resume(tmp_path, gloo_world):
     assert mgr._async_group is not None  # gloo group made once for the async shard writes
     mgr.save_final(STEPS, 0)
     manager_dir = tmp_path / "manager" / f"step_{STEPS}"
-    assert_same(suite.read_step_dir(legacy_dir), suite.read_step_dir(manager_dir))
+    assert_bitwise_equal(suite.read_step_dir(legacy_dir), suite.read_step_dir(manager_dir), "checkpoint")
     live = suite.live_state(state)
     next_loss = suite.train_step(state)
 
     for folder, reader in ((legacy_dir, _manager_load), (manager_dir, _legacy_load)):
         target = suite.trained_state(steps=0, seed=42, fsdp=True)
         assert reader(target, str(folder), tmp_path / "out") == (STEPS, 0)
-        assert_same(live, suite.live_state(target))
-        assert_same({"loss": next_loss}, {"loss": suite.train_step(target)})
+        assert_bitwise_equal(live, suite.live_state(target), "checkpoint")
+        assert_bitwise_equal({"loss": next_loss}, {"loss": suite.train_step(target)}, "checkpoint")

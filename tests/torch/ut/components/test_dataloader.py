@@ -35,7 +35,7 @@ from hyper_parallel.components.dataloader import (  # noqa: E402
 from hyper_parallel.platform import get_platform  # noqa: E402
 from hyper_parallel.platform.torch_platform import TorchPlatform  # noqa: E402
 from hyper_parallel.trainer.parallel_dims import ParallelDims  # noqa: E402
-from parity import assets, canonical  # noqa: E402
+from parity import assert_bitwise_equal, assets, canonical  # noqa: E402
 from parity.cases import Registry  # noqa: E402
 from parity.compare import VALUES, compare  # noqa: E402
 from parity.engine import Engine  # noqa: E402
@@ -127,11 +127,6 @@ def take(iterable, n: int | None = None) -> list:
     return list(iterable if n is None else islice(iter(iterable), n))
 
 
-def assert_same_batches(expected: list, actual: list) -> None:
-    diffs = compare(canonical.batches(expected), canonical.batches(actual), "batches")
-    assert diffs == [], diffs[0].message + " at " + diffs[0].path
-
-
 def first_diff(expected: list, actual: list):
     diffs = compare(canonical.batches(expected), canonical.batches(actual), "batches")
     assert diffs, "the planted divergence was not detected"
@@ -170,7 +165,7 @@ def test_dummy_epochs_equal_legacy(world_size, accel, rank, seed, shuffle):
     for epoch in (0, 1):
         legacy.sampler.set_epoch(epoch)
         new.set_epoch(epoch)
-        assert_same_batches(take(legacy.train_dataloader), take(new))
+        assert_bitwise_equal(take(legacy.train_dataloader), take(new), "batches", kind="batches")
     assert (len(new), new.grad_accum, new.training_steps) == (
         len(legacy.train_dataloader),
         legacy._grad_accum,
@@ -205,7 +200,7 @@ def test_dummy_first_batches_equal_legacy_hypothesis(tp, dp, rank_pick, seed, mb
     )
     legacy = legacy_trainer(*overrides, world_size=world_size, rank=rank)
     new = new_loader(*overrides, world_size=world_size, rank=rank)
-    assert_same_batches(take(legacy.train_dataloader, 4), take(new, 4))
+    assert_bitwise_equal(take(legacy.train_dataloader, 4), take(new, 4), "batches", kind="batches")
     assert (new.grad_accum, len(new)) == (legacy._grad_accum, len(legacy.train_dataloader))
 
 
@@ -213,7 +208,7 @@ def test_seq_len_and_vocab_kwargs_match_the_legacy_sources():
     legacy = legacy_trainer("--data.max_seq_len=12")
     new = new_loader(seq_len=12)  # the debug recipe says 64: the kwarg wins
     assert new.seq_len == 12 and new.dataset.vocab_size == MODEL_VOCAB
-    assert_same_batches(take(legacy.train_dataloader, 3), take(new, 3))
+    assert_bitwise_equal(take(legacy.train_dataloader, 3), take(new, 3), "batches", kind="batches")
     fallback = new_loader("--data.max_seq_len=4", vocab_size=None)
     assert fallback.dataset.vocab_size == 32000
 
@@ -244,7 +239,7 @@ def test_text_first_batches_equal_legacy(tokenizer, data_type, extra, world_size
     new = new_loader(*overrides, world_size=world_size, rank=rank, tokenizer=tokenizer)
     assert isinstance(new, HuggingFaceTextDataLoader)
     assert new.pad_id == legacy.tokenizer.pad_token_id
-    assert_same_batches(take(legacy.train_dataloader, 8), take(new, 8))
+    assert_bitwise_equal(take(legacy.train_dataloader, 8), take(new, 8), "batches", kind="batches")
     assert (len(new), new.grad_accum, new.training_steps) == (
         len(legacy.train_dataloader),
         legacy._grad_accum,
@@ -261,7 +256,7 @@ def test_saved_dataset_dir_with_subset_size_equals_legacy(tokenizer, tmp_path):
     legacy = legacy_trainer(*common, f"--data.train_path={legacy_dir}")
     new = new_loader(*common, f"--data.train_path={new_dir}", tokenizer=tokenizer)
     assert len(new.dataset) == len(legacy.train_dataset) <= 40
-    assert_same_batches(take(legacy.train_dataloader), take(new))
+    assert_bitwise_equal(take(legacy.train_dataloader), take(new), "batches", kind="batches")
     assert new.training_steps == legacy.state.max_steps
 
 
@@ -270,9 +265,9 @@ def test_tokenizer_component_and_wrappers_give_the_same_batches(tokenizer):
     component = tok_mod.HuggingFaceTokenizer.Config(path=str(assets.tokenizer_dir())).build()
     overrides = (*TEXT_ARGS["hf_datasets"], TOKENIZER_ARG)
     raw = take(new_loader(*overrides, tokenizer=tokenizer), 6)
-    assert_same_batches(raw, take(new_loader(*overrides, tokenizer=component), 6))
+    assert_bitwise_equal(raw, take(new_loader(*overrides, tokenizer=component), 6), "batches", kind="batches")
     duck = SimpleNamespace(hf=tokenizer, pad_token_id=tokenizer.pad_token_id)
-    assert_same_batches(raw, take(new_loader(*overrides, tokenizer=duck), 6))
+    assert_bitwise_equal(raw, take(new_loader(*overrides, tokenizer=duck), 6), "batches", kind="batches")
 
 
 def test_tokenizer_without_pad_pads_with_zero(tokenizer):
@@ -307,7 +302,7 @@ def test_preset_batches_equal_legacy(tokenizer, tmp_path, extra, world_size, ran
     )
     assert isinstance(new, PresetPtDataLoader)
     assert new.pad_id == (tokenizer.pad_token_id if with_tokenizer else 0)
-    assert_same_batches(take(legacy.train_dataloader), take(new))
+    assert_bitwise_equal(take(legacy.train_dataloader), take(new), "batches", kind="batches")
     assert "attention_mask" not in take(new, 1)[0]
     assert (len(new), new.grad_accum) == (len(legacy.train_dataloader), legacy._grad_accum)
 
@@ -330,7 +325,9 @@ def test_micro_batch_grouping_equals_legacy_with_trailing_partial_group(tmp_path
     legacy_groups = list(legacy._make_micro_batch_iterator())
     new_groups = list(new.micro_batch_iterator())
     assert [len(g) for g in new_groups] == [len(g) for g in legacy_groups] == [3, 3, 2]
-    assert_same_batches([b for g in legacy_groups for b in g], [b for g in new_groups for b in g])
+    assert_bitwise_equal(
+        [b for g in legacy_groups for b in g], [b for g in new_groups for b in g], "batches", kind="batches"
+    )
 
 
 def test_micro_batch_iterator_leaves_the_global_rng_alone():
@@ -374,7 +371,7 @@ def test_resume_mid_epoch_equals_uninterrupted(tokenizer, kind, saver, loader):
     state = source.state_dict()
     resumed = _make(loader, kind, tokenizer)
     resumed.load_state_dict(state)
-    assert_same_batches(uninterrupted, first + take(resumed, 5))
+    assert_bitwise_equal(uninterrupted, first + take(resumed, 5), "batches", kind="batches")
 
 
 def test_state_dicts_equal_legacy_after_the_same_batches():
@@ -383,10 +380,9 @@ def test_state_dicts_equal_legacy_after_the_same_batches():
     legacy_it, new_it = iter(legacy), iter(new)
     take(legacy_it, 3)
     take(new_it, 3)
-    diffs = compare(
+    assert_bitwise_equal(
         canonical.checkpoint(legacy.state_dict()), canonical.checkpoint(new.state_dict()), "checkpoint"
     )
-    assert diffs == []
 
 
 def test_resume_then_micro_batch_iterator_continues_the_groups():
@@ -398,7 +394,7 @@ def test_resume_then_micro_batch_iterator_continues_the_groups():
     second = new_loader(*_dummy_overrides())
     second.load_state_dict(first.state_dict())
     tail = [b for g in second.micro_batch_iterator() for b in g]
-    assert_same_batches(expected, head + tail)
+    assert_bitwise_equal(expected, head + tail, "batches", kind="batches")
 
 
 # --------------------------------------------------------------------------- max_steps / training_steps
@@ -548,7 +544,7 @@ def test_worker_loader_with_prefetch_equals_legacy():
     legacy = legacy_trainer(*overrides)
     new = new_loader(*overrides)
     assert new.loader.prefetch_factor == legacy.train_dataloader.prefetch_factor == 3
-    assert_same_batches(take(legacy.train_dataloader, 4), take(new, 4))
+    assert_bitwise_equal(take(legacy.train_dataloader, 4), take(new, 4), "batches", kind="batches")
 
 
 def test_collate_equals_legacy_on_mixed_inputs():
@@ -561,7 +557,7 @@ def test_collate_equals_legacy_on_mixed_inputs():
     ]
     legacy, new = pad_collate(items, pad_id=9), dl._pad_collate(items, pad_id=9)
     assert set(new) == {"input_ids", "labels"}
-    assert compare(canonical.canonicalise(legacy), canonical.canonicalise(new), "collate") == []
+    assert_bitwise_equal(legacy, new, "collate")
     with pytest.raises(ValueError, match="more than input_ids"):
         dl._pad_collate([{"input_ids": [1], "labels": [1, 2]}], pad_id=0)
 
@@ -589,10 +585,7 @@ def test_component_module_reaches_torch_only_through_the_platform():
 # --------------------------------------------------------------------------- harness cases
 
 
-@pytest.mark.parametrize(
-    ("case", "backend"),
-    [p for p in case_params(suite.REGISTRY) if p.values[0].name.startswith("dataloader_")],
-)
+@pytest.mark.parametrize(("case", "backend"), case_params(suite.REGISTRY, tag="dataloader"))
 def test_parity_case(case, backend, request):
     run_case(request, suite.REGISTRY, case, backend)
 

@@ -22,7 +22,7 @@ from hyper_parallel.components.loss import (
     count_loss_tokens,
     shift_labels,
 )
-from parity import canonical
+from parity import assert_bitwise_equal, canonical
 from parity.cases import REGISTRY
 from parity.compare import VALUES, compare
 from parity.pytest_plugin import case_params, run_case
@@ -38,30 +38,14 @@ def _one_intra_op_thread():
     torch.set_num_threads(threads)
 
 
-_INT_VIEW = {torch.float32: torch.int32, torch.bfloat16: torch.int16, torch.float16: torch.int16}
-
-
-def bits(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().reshape(-1).view(_INT_VIEW[t.dtype])
-
-
-def assert_same_bits(a: torch.Tensor, b: torch.Tensor) -> None:
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert torch.equal(bits(a), bits(b)), f"bits differ: {a} vs {b}"
-
-
-@pytest.mark.parametrize(
-    ("case", "backend"),
-    [p for p in case_params(REGISTRY) if p.values[0].id in suite.LOSS_CASE_IDS],
-)
+@pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="loss"))
 def test_parity_case(case, backend, request):
     """Legacy in-forward loss vs component (tier A) and the component's goldens (tier B)."""
     run_case(request, REGISTRY, case, backend)
 
 
 def test_registered_cases_cover_the_issue_table():
-    ids = suite.LOSS_CASE_IDS
-    assert all(REGISTRY.get(i) is not None for i in ids)
+    ids = [c.id for c in REGISTRY.select(tags=("loss",))]
     tiers = {REGISTRY.get(i).tier for i in ids}
     assert tiers == {"A", "B"}
     assert any("ignore=all" in i for i in ids) and any("chunks=3" in i for i in ids)
@@ -84,7 +68,7 @@ def test_ce_equals_f_cross_entropy_on_hand_shifted_labels(dtype):
     labels[1, :5] = -100
     got = CrossEntropyLoss.Config().build()(logits, labels)
     want = F.cross_entropy(logits.float().view(-1, 50), _hand_shift(labels).reshape(-1), ignore_index=-100)
-    assert_same_bits(got, want)
+    assert_bitwise_equal(want, got, "loss")
     assert got.dtype == torch.float32
 
 
@@ -94,10 +78,10 @@ def test_ce_equals_legacy_forward_value_and_every_gradient():
     ids, labels = suite.model_batch(batch=2, seq=24, data_seed=11, ignore="prompt")
     legacy = suite._legacy_forward_loss(model, ids, labels)
     new = suite._component_loss(model, ids, labels, chunks=0)
-    assert_same_bits(legacy["loss"], new["loss"])
+    assert_bitwise_equal(legacy["loss"], new["loss"], "loss")
     assert legacy["grads"].keys() == new["grads"].keys()
     for name in legacy["grads"]:
-        assert_same_bits(legacy["grads"][name], new["grads"][name])
+        assert_bitwise_equal(legacy["grads"][name], new["grads"][name], "grad")
 
 
 def test_fully_ignored_row_gets_zero_gradient():
@@ -105,7 +89,7 @@ def test_fully_ignored_row_gets_zero_gradient():
     labels = torch.randint(0, 11, (2, 6))
     labels[0] = -100
     CrossEntropyLoss.Config().build()(logits, labels).backward()
-    assert torch.equal(bits(logits.grad[0]), torch.zeros(6 * 11, dtype=torch.int32))  # +0.0, not -0.0
+    assert_bitwise_equal(torch.zeros(6, 11), logits.grad[0], "grad")  # +0.0, not -0.0
     # The last position of every row predicts nothing (its shifted label is padding).
     assert not logits.grad[1, -1].any() and logits.grad[1, :-1].any()
 
@@ -118,9 +102,9 @@ def test_all_ignored_batch_is_nan_with_the_legacy_payload():
     for chunks in (0, 1, 3):
         new = suite._component_loss(model, ids, labels, chunks=chunks)
         assert torch.isnan(new["loss"])
-        assert_same_bits(legacy["loss"], new["loss"])
+        assert_bitwise_equal(legacy["loss"], new["loss"], "loss")
         for name, grad in legacy["grads"].items():
-            assert_same_bits(grad, new["grads"][name])
+            assert_bitwise_equal(grad, new["grads"][name], "grad")
             assert not grad.any()
 
 
@@ -132,7 +116,7 @@ def test_custom_ignore_index_and_sum_reduction():
             got = CrossEntropyLoss.Config(ignore_index=ignore, reduction=reduction).build()(logits, labels)
             shifted = F.pad(labels, (0, 1), value=ignore)[..., 1:].reshape(-1)
             want = F.cross_entropy(logits.view(-1, 13), shifted, ignore_index=ignore, reduction=reduction)
-            assert_same_bits(got, want)
+            assert_bitwise_equal(want, got, "loss")
 
 
 def test_shift_labels_pads_and_never_slices():
@@ -166,10 +150,10 @@ def test_chunked_equals_unchunked_bits(inputs, chunks, reduction):
     b = logits.clone().requires_grad_(True)
     want = CrossEntropyLoss.Config(ignore_index=ignore, reduction=reduction).build()(a, labels)
     got = ChunkedCELoss.Config(chunks=chunks, ignore_index=ignore, reduction=reduction).build()(b, labels)
-    assert_same_bits(got, want)
+    assert_bitwise_equal(want, got, "loss")
     want.sum().backward()
     got.sum().backward()
-    assert_same_bits(b.grad, a.grad)
+    assert_bitwise_equal(a.grad, b.grad, "grad")
 
 
 def test_chunked_keeps_no_float32_activation_of_the_full_logits():
@@ -202,7 +186,7 @@ def test_chunked_without_grad_skips_recompute():
     labels = torch.randint(0, 7, (2, 5))
     with torch.no_grad():
         got = ChunkedCELoss.Config(chunks=2).build()(logits, labels)
-    assert_same_bits(got, CrossEntropyLoss.Config().build()(logits, labels))
+    assert_bitwise_equal(CrossEntropyLoss.Config().build()(logits, labels), got, "loss")
 
 
 # ----------------------------------------------------------------------------- token count

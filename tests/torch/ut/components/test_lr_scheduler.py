@@ -19,18 +19,12 @@ from hypothesis import strategies as st
 
 from hyper_parallel.components.lr_scheduler import LRSchedulersContainer, lr_factor
 from hyper_parallel.components.optimizer import OptimizersContainer, OptimizersInBackwardContainer
-from parity import assets, canonical
-from parity.cases import Registry
+from parity import assert_bitwise_equal, assets, canonical
 from parity.compare import VALUES, compare
 from parity.pytest_plugin import case_params, run_case
 from parity.suites import REGISTRY
 from parity.suites import components_optim as suite
 from tests.torch.ut.components._legacy import bare_trainer, debug_model, legacy_args, llm_wrapper
-
-LR_CASES = Registry(source=REGISTRY.source)
-for _case in REGISTRY:
-    if _case.name.startswith("lrsched_"):
-        LR_CASES.add(_case)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -40,13 +34,6 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def assert_same(expected, actual, root="lr_curve"):
-    differences = compare(expected, actual, root)
-    assert not differences, "\n".join(
-        f"{d.path}: {d.message} {d.expected} {d.actual}" for d in differences[:10]
-    )
 
 
 def legacy_scheduler(max_steps: int, *overrides: str, optimizer=None):
@@ -119,7 +106,7 @@ def test_unknown_decay_style_is_cosine_with_a_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="hyper_parallel.components.lr_scheduler"):
         linear = new_curve(20, decay_style="linear_unknown_style", lr_min=1e-4)
     assert "decay_style='linear_unknown_style' is not one of cosine, constant: using cosine" in caplog.text
-    assert_same(new_curve(20, decay_style="cosine", lr_min=1e-4), linear)
+    assert_bitwise_equal(new_curve(20, decay_style="cosine", lr_min=1e-4), linear, "lr_curve")
 
 
 def test_factor_is_a_plain_function_like_legacy():
@@ -150,10 +137,11 @@ def test_debug_recipe_100_steps_bit_exact_with_the_containers():
     expected = suite.lr_curve_of(legacy.lr_scheduler, legacy.optimizer, 100)
     actual = suite.lr_curve_of(schedulers, optimizers, 100)
     assert len(actual) == 106 and len(actual[0]) == 2
-    assert_same(expected, actual)
-    assert_same(
+    assert_bitwise_equal(expected, actual, "lr_curve")
+    assert_bitwise_equal(
         canonical.canonicalise(legacy.lr_scheduler.state_dict()),
         canonical.canonicalise(schedulers.state_dict()),
+        "lr_scheduler",
     )
     # Step 1 at lr 0; lr_min exactly at T; past T the cosine rises again (no clamp).
     assert actual[0][0].value == 0.0 and actual[100][0].value == suite.DEBUG_LR_MIN
@@ -218,11 +206,13 @@ def test_curves_equal_legacy(steps, warmup_ratio, decay_style, lr_min, data):
         expected = suite.legacy_lr_curve(**kwargs, data_steps=data_steps)
         training_steps = steps if data_steps < 0 else data_steps
     actual = new_curve(training_steps, lr_warmup_ratio=warmup_ratio, decay_style=decay_style, lr_min=lr_min)
-    assert_same(expected, actual)
+    assert_bitwise_equal(expected, actual, "lr_curve")
     # The same W given in steps gives the same curve.
     warmup = math.ceil(training_steps * warmup_ratio)
-    assert_same(
-        expected, new_curve(training_steps, warmup_steps=warmup, decay_style=decay_style, lr_min=lr_min)
+    assert_bitwise_equal(
+        expected,
+        new_curve(training_steps, warmup_steps=warmup, decay_style=decay_style, lr_min=lr_min),
+        "lr_curve",
     )
 
 
@@ -250,13 +240,13 @@ def test_hf_dataset_shrinks_max_steps_before_the_schedule():
         rows = sum(1 for line in f if json.loads(line)["text"])
     training_steps = min(100, rows // args.train.global_batch_size)
     assert training_steps == trainer.state.max_steps == 24
-    assert_same(expected, new_curve(training_steps, **suite.debug_scheduler_fields()))
+    assert_bitwise_equal(expected, new_curve(training_steps, **suite.debug_scheduler_fields()), "lr_curve")
 
 
-@pytest.mark.parametrize(("case", "backend"), case_params(LR_CASES))
+@pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="lr_scheduler"))
 def test_harness_case(case, backend, request):
     """The registered tier A pairs (grid, dataset shrink/reset, hypothesis) and tier B goldens."""
-    run_case(request, LR_CASES, case, backend)
+    run_case(request, REGISTRY, case, backend)
 
 
 # ----------------------------------------------------------------------------- state dict
@@ -293,7 +283,7 @@ def test_state_dict_round_trip_mid_run(k):
         optimizer.step()
         schedulers.step()
         curve.append(schedulers.get_last_lr())
-    assert_same(uninterrupted, canonical.lr_curve(curve))
+    assert_bitwise_equal(uninterrupted, canonical.lr_curve(curve), "lr_curve")
 
 
 def test_legacy_scheduler_state_loads_into_the_container_and_back():
@@ -307,13 +297,15 @@ def test_legacy_scheduler_state_loads_into_the_container_and_back():
         optimizers=optimizer, training_steps=20
     )
     schedulers.load_state_dict(legacy.lr_scheduler.state_dict())
-    assert_same(
+    assert_bitwise_equal(
         canonical.canonicalise(legacy.lr_scheduler.state_dict()),
         canonical.canonicalise(schedulers.state_dict()),
+        "lr_scheduler",
     )
-    assert_same(
+    assert_bitwise_equal(
         suite.lr_curve_of(legacy.lr_scheduler, legacy.optimizer, 20),
         suite.lr_curve_of(schedulers, optimizer, 20),
+        "lr_curve",
     )
 
 
@@ -334,7 +326,9 @@ def test_planted_warmup_floor_instead_of_ceil():
         VALUES,
     )  # step 0 is 0 either way
     assert (first.expected, first.actual) == ((1e-3 * (1 / 8)).hex(), (1e-3 * (1 / 7)).hex())
-    assert_same(expected, new_curve(100, lr_warmup_ratio=0.07, decay_style="cosine", lr_min=0.0))
+    assert_bitwise_equal(
+        expected, new_curve(100, lr_warmup_ratio=0.07, decay_style="cosine", lr_min=0.0), "lr_curve"
+    )
 
 
 def test_planted_ratio_resolved_against_the_yaml_max_steps():
@@ -350,7 +344,9 @@ def test_planted_ratio_resolved_against_the_yaml_max_steps():
         (1e-3 * (1 / 10)).hex(),
     )
     # Resolved at build time from training_steps, the ratio gives the legacy curve.
-    assert_same(expected, new_curve(24, lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-5))
+    assert_bitwise_equal(
+        expected, new_curve(24, lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-5), "lr_curve"
+    )
 
 
 def test_planted_lr_min_relative_to_another_lr():
@@ -359,4 +355,8 @@ def test_planted_lr_min_relative_to_another_lr():
     actual = new_curve(20, lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-4, lr_max=2e-3)
     first = compare(expected, actual, "lr_curve")[0]
     assert first.path == "lr_curve[3][0]"  # W = 2: steps 0-2 are warmup / peak, step 3 decays
-    assert_same(expected, new_curve(20, lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-4, lr_max=1e-3))
+    assert_bitwise_equal(
+        expected,
+        new_curve(20, lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-4, lr_max=1e-3),
+        "lr_curve",
+    )

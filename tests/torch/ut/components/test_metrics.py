@@ -26,7 +26,7 @@ from hyper_parallel.components.metrics import (  # noqa: E402
 )
 from hyper_parallel.platform import get_platform  # noqa: E402
 from hyper_parallel.protocols import validate_config_class  # noqa: E402
-from parity import canonical  # noqa: E402
+from parity import assert_bitwise_equal, canonical  # noqa: E402
 from parity.cases import REGISTRY  # noqa: E402
 from parity.compare import STRUCTURE, VALUES, compare  # noqa: E402
 from parity.pytest_plugin import case_params, run_case  # noqa: E402
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
 )
 
-_MY_CASES = [p for p in case_params(REGISTRY) if ".metrics_processor" in p.id]
+_MY_CASES = case_params(REGISTRY, tag="metrics")
 
 
 def _tb_pair(tmp_path, **setup_kwargs):
@@ -70,7 +70,7 @@ def test_registered_case(case, backend, request):
 )
 def test_records_console_and_tensorboard_match_legacy(tmp_path, setup_kwargs):
     legacy, new = _tb_pair(tmp_path, **setup_kwargs)
-    assert compare(legacy, new, "metrics") == []
+    assert_bitwise_equal(legacy, new, "metrics")
     # The comparison is not vacuous: every step has a record, and the sinks and console wrote.
     steps, log_steps = setup_kwargs["steps"], setup_kwargs["log_steps"]
     assert len(new["records"]["values"]) == steps
@@ -97,7 +97,7 @@ def test_wandb_offline_run_files_match_legacy(tmp_path, monkeypatch):
         (run_file,) = glob.glob(str(tmp_path / side / "wandb" / "offline-run-*" / "run-*.wandb"))
         runs[side] = cm.read_wandb_offline_run(run_file)
     legacy, new = (canonical.canonicalise(runs[s], "wandb") for s in ("legacy", "new"))
-    assert compare(legacy, new, "wandb") == []
+    assert_bitwise_equal(legacy, new, "wandb")
     run = runs["new"]
     assert (run["project"], run["name"]) == ("hp-parity", "parity-run")
     assert run["config"]["train"]["wandb"]["log_steps"] == 2
@@ -205,7 +205,7 @@ _finite = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_
 def test_one_step_record_and_console_line_match_legacy(cfg, row):
     legacy = [canonical.canonicalise(x, "step") for x in _one_step("legacy", cfg, row)]
     new = [canonical.canonicalise(x, "step") for x in _one_step("new", cfg, row)]
-    assert compare(legacy, new, "step") == []
+    assert_bitwise_equal(legacy, new, "step")
 
 
 # --------------------------------------------------------------------------- planted divergences
@@ -397,7 +397,7 @@ def test_tensor_inputs_become_python_floats():
             records.append(
                 proc.log(1, loss=wrap(2.5), grad_norm=wrap(0.25), lr=wrap(1e-4), global_tokens=4096)
             )
-    assert compare(canonical.canonicalise(records[0]), canonical.canonicalise(records[1]), "record") == []
+    assert_bitwise_equal(records[0], records[1], "record")
     assert type(records[1]["loss"]) is float
 
 

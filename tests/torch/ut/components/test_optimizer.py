@@ -19,8 +19,7 @@ from hyper_parallel.components.optimizer import (
     OptimizersContainer,
     OptimizersInBackwardContainer,
 )
-from parity import canonical
-from parity.cases import Registry
+from parity import assert_bitwise_equal, canonical
 from parity.compare import STRUCTURE, VALUES, compare
 from parity.pytest_plugin import case_params, run_case
 from parity.suites import REGISTRY
@@ -38,12 +37,6 @@ NORM_NAMES = {
     "model.layers.1.post_attention_layernorm.weight",
     "model.norm.weight",
 }
-
-# This file's harness cases (the lr scheduler's live in test_lr_scheduler.py).
-OPTIM_CASES = Registry(source=REGISTRY.source)
-for _case in REGISTRY:
-    if _case.name.startswith("optim_"):
-        OPTIM_CASES.add(_case)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -69,11 +62,6 @@ def legacy_groups(model, *overrides: str):
 def new_groups(model_parts, named, **fields):
     container = OptimizersContainer.Config(**fields).build(model_parts=model_parts)
     return container, canonical.param_groups(container.param_groups, named)
-
-
-def assert_same(expected, actual, root):
-    differences = compare(expected, actual, root)
-    assert not differences, "\n".join(f"{d.path}: {d.message}" for d in differences[:10])
 
 
 # ----------------------------------------------------------------------------- Config / build
@@ -149,7 +137,7 @@ def test_model_parts_must_be_a_list(model):
 def test_debug_model_groups_equal_legacy(model):
     _, expected = legacy_groups(model)
     container, actual = new_groups([model], model.named_parameters(), lr=1e-3, weight_decay=0.01)
-    assert_same(expected, actual, "param_groups")
+    assert_bitwise_equal(expected, actual, "param_groups")
     # FQNs per group: norms in no_decay, everything else in decay, the tied lm_head counted once.
     decay, no_decay = (group["params"] for group in actual)
     assert set(no_decay) == NORM_NAMES and len(no_decay) == len(NORM_NAMES)
@@ -185,7 +173,7 @@ def test_state_dict_layout_equals_legacy_and_round_trips(model):
     legacy_optimizer, _ = legacy_groups(model, "--train.optimizer.lr=0.001")
     container = OptimizersContainer.Config(lr=1e-3).build(model_parts=[model])
     # Un-stepped: the raw (index-keyed) state dicts are the same tree, as saved in optimizer_rank{r}.pt.
-    assert_same(
+    assert_bitwise_equal(
         canonical.checkpoint(legacy_optimizer.state_dict()),
         canonical.checkpoint(container.state_dict()),
         "checkpoint",
@@ -193,10 +181,11 @@ def test_state_dict_layout_equals_legacy_and_round_trips(model):
     legacy_optimizer.zero_grad()
 
 
-@pytest.mark.parametrize(("case", "backend"), case_params(OPTIM_CASES))
+# This file's harness cases (the lr scheduler's, tag lr_scheduler, run in test_lr_scheduler.py).
+@pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="optimizer"))
 def test_harness_case(case, backend, request):
     """The registered tier A pairs (groups, state after 3 steps) and tier B goldens."""
-    run_case(request, OPTIM_CASES, case, backend)
+    run_case(request, REGISTRY, case, backend)
 
 
 # ----------------------------------------------------------------------------- hypothesis
@@ -279,7 +268,7 @@ def test_groups_equal_legacy_on_synthetic_models(model, fields):
         foreach=fields["foreach"],
         fused=fields["fused"],
     )
-    assert_same(expected, actual, "param_groups")
+    assert_bitwise_equal(expected, actual, "param_groups")
     backward = OptimizersInBackwardContainer.Config(
         lr=fields["lr"],
         eps=fields["eps"],
@@ -289,7 +278,7 @@ def test_groups_equal_legacy_on_synthetic_models(model, fields):
     backward.remove_hooks()
     for group in expected:
         group["foreach"] = group["fused"] = None
-    assert_same(
+    assert_bitwise_equal(
         expected, canonical.param_groups(backward.param_groups, model.named_parameters()), "param_groups"
     )
 
@@ -305,7 +294,7 @@ def test_model_parts_in_order_with_shared_parameters(first, second, share):
     trainer._build_optimizer()
     expected = canonical.param_groups(trainer.optimizer.param_groups, whole.named_parameters())
     _, actual = new_groups([first, second], whole.named_parameters(), lr=1e-3)
-    assert_same(expected, actual, "param_groups")
+    assert_bitwise_equal(expected, actual, "param_groups")
 
 
 # ----------------------------------------------------------------------------- training state
@@ -331,15 +320,15 @@ def _state_and_params(model, container):
 
 def test_foreach_true_false_none_give_identical_bits_on_cpu():
     results = {foreach: _state_and_params(*_trained(foreach)) for foreach in (None, True, False)}
-    assert_same(results[None], results[True], "checkpoint")
-    assert_same(results[None], results[False], "checkpoint")
+    assert_bitwise_equal(results[None], results[True], "checkpoint")
+    assert_bitwise_equal(results[None], results[False], "checkpoint")
 
 
 def test_in_backward_matches_the_plain_container_bit_for_bit():
     """Without clipping, stepping per parameter in backward is the same AdamW update."""
     plain_model, plain = _trained(steps=4)
     backward_model, backward = _trained(steps=4, in_backward=True)
-    assert_same(
+    assert_bitwise_equal(
         canonical.checkpoint({"optimizer": plain.state_dict(), "model": plain_model.state_dict()}),
         canonical.checkpoint({"optimizer": backward.state_dict(), "model": backward_model.state_dict()}),
         "checkpoint",
@@ -369,7 +358,7 @@ def test_state_dicts_move_between_the_two_containers():
                 "model": model.state_dict(),
             }
         )
-    assert_same(runs[False], runs[True], "checkpoint")
+    assert_bitwise_equal(runs[False], runs[True], "checkpoint")
 
 
 def test_in_backward_load_rejects_a_wrong_layout():

@@ -24,21 +24,18 @@ from parity.suites import components_loss_tokenizer as suite
 from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wrapper
 
 
-@pytest.mark.parametrize(
-    ("case", "backend"),
-    [p for p in case_params(REGISTRY) if p.values[0].id in suite.TOKENIZER_CASE_IDS],
-)
+@pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="tokenizer"))
 def test_parity_case(case, backend, request):
     """Legacy tokenizer vs component (tier A) and the component's goldens (tier B)."""
     run_case(request, REGISTRY, case, backend)
 
 
 def test_registered_cases_cover_the_issue_table():
-    ids = suite.TOKENIZER_CASE_IDS
-    assert {REGISTRY.get(i).tier for i in ids} == {"A", "B"}
-    assert any(REGISTRY.get(i).strategies for i in ids)  # hypothesis-drawn text
+    cases = REGISTRY.select(tags=("tokenizer",))
+    assert {c.tier for c in cases} == {"A", "B"}
+    assert any(c.strategies for c in cases)  # hypothesis-drawn text
     for variant in suite.TOKENIZER_VARIANTS:
-        assert any(f"variant={variant}" in i for i in ids)
+        assert any(f"variant={variant}" in c.id for c in cases)
 
 
 # ----------------------------------------------------------------------------- token ids
