@@ -81,3 +81,12 @@ def test_kind_is_checked_and_canonical_trees_are_recognised():
         assert_bitwise_equal([1.0], [1.0], kind="lr")
     assert is_canonical(canonical.checkpoint({"w": torch.ones(2), "lr": 0.1}))
     assert not is_canonical({"lr": 0.1}) and not is_canonical((1, 2)) and not is_canonical({1: "a"})
+
+
+def test_kind_kwargs_reach_the_kind_function():
+    """``dtype`` goes to ``canonical.losses``: one float32 ULP apart is reported as 1 ULP, not 2**29."""
+    one = 1.0
+    next_f32 = float(torch.nextafter(torch.tensor(one), torch.tensor(2.0)))
+    assert_bitwise_equal([one], [one], "losses", kind="losses", dtype="float32")
+    message = _failure([one], [next_f32], "losses", kind="losses", dtype="float32")
+    assert "losses[0]" in message and "float (float32) changed" in message and "max ULP: 1 " in message
