@@ -3,40 +3,28 @@ against the ``BaseDataLoader`` component, on the same data, layout and seed.
 
 Each producer returns the first ``n`` micro-batches plus the loader's bookkeeping (training steps
 after the dataset's change of ``max_steps``, grad accumulation, batches per epoch). The legacy side
-reads the global rank from the platform, so a simulated rank patches ``TorchPlatform.get_rank``
-while its loader is built; the new side gets ``dp_rank = rank // (tp*cp*pp*ep)`` passed in.
+reads the global rank from the platform, so ``parity.legacy_driver.simulated_rank`` makes the
+platform report it while its loader is built; the new side gets ``dp_rank = rank // (tp*cp*pp*ep)`` passed in.
 
 Tier A compares the two sides; tier B pins the component's output on small explicit layouts.
 """
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
-from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from parity import assets, canonical
 from parity.cases import REGISTRY
+from parity.legacy_driver import simulated_rank
 
 # Small shapes keep every case well under a second and the goldens inlined.
 _SEQ = 16
 _MBS = 2
 _GBS = 8
 _VOCAB = 97
-
-
-@contextlib.contextmanager
-def _global_rank(rank: int) -> Iterator[None]:
-    """Make the platform report ``rank`` (the legacy loader reads it; there is no process group)."""
-    from unittest import mock
-
-    from hyper_parallel.platform.torch_platform import TorchPlatform
-
-    with mock.patch.object(TorchPlatform, "get_rank", lambda self, group=None: rank):
-        yield
 
 
 def _data_argv(data_type: str, train_path: str | None) -> list[str]:
@@ -92,7 +80,7 @@ def _legacy_side(
     wrapper._build_data_transform()
     wrapper._build_dataset()
     wrapper._build_collate_fn()
-    with _global_rank(rank):
+    with simulated_rank(rank):  # the legacy loader reads the global rank; there is no process group
         trainer._build_dataloader()
     return _summary(trainer.train_dataloader, trainer.state.max_steps, trainer._grad_accum, n)
 

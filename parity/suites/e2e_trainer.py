@@ -4,7 +4,7 @@ Both trainers read ``examples/debug/train.yaml``; the new one through ``legacy_t
 Each run trains in a temporary folder and returns every artifact the issue names: the loss and
 grad-norm curves, the param groups, the LR curve, the metric records and the final checkpoint
 (model, optimizer, scheduler, RNG, dataloader, extra state, HF export). The functions are also the
-building blocks of ``tests/torch/ut/trainer/test_trainer_parity.py``.
+building blocks of ``tests/trainer/new/test_trainer_parity.py``.
 """
 
 from __future__ import annotations

@@ -170,7 +170,9 @@ def test_trace_files_and_steps_match_legacy(tmp_path, wait, warmup, active, step
 
 
 def test_rank_folder_follows_the_platform_rank_on_both_paths(tmp_path, monkeypatch):
-    monkeypatch.setattr(get_platform(), "get_rank", lambda group=None: 3)
+    # On the class: monkeypatch would leave an instance attribute behind, which shadows later
+    # class-level patches of get_rank (the dataloader suite's simulated ranks).
+    monkeypatch.setattr(type(get_platform()), "get_rank", lambda self, group=None: 3)
     sched = {"wait": 0, "warmup": 1, "active": 1, "steps": 2}
     _run_legacy(tmp_path / "legacy", **sched)
     _run_new(tmp_path / "new", **sched)
