@@ -51,6 +51,7 @@ from hyper_parallel.checkpointing import (
     discard_partial,
     fault_point,
     file_written,
+    fsync_path,
     in_staged_folder,
     partial_step_dir,
     prepare_partial_dir,
@@ -107,16 +108,6 @@ def dataloader_file(rank: int) -> str:
 
 
 # --------------------------------------------------------------------------- file helpers
-def _sync_to_disk(path: str) -> None:
-    """fsync a file or a folder; some filesystems refuse folders, which is harmless here."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _write_atomically(path: str, write: Callable[[str], None]) -> None:
     """``write(tmp)`` to a hidden per-process temp name beside ``path``, then ``os.replace`` it."""
     folder, name = os.path.split(os.path.abspath(path))
@@ -124,7 +115,7 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> None:
     fault_point(f"before:{name}")
     try:
         write(tmp)
-        _sync_to_disk(tmp)
+        fsync_path(tmp)
         fault_point(f"written:{name}")
         os.replace(tmp, path)
     except BaseException:
@@ -132,7 +123,7 @@ def _write_atomically(path: str, write: Callable[[str], None]) -> None:
             os.unlink(tmp)
         raise
     if not in_staged_folder(folder):  # a staged folder is fsynced once, at its commit
-        _sync_to_disk(folder)
+        fsync_path(folder)
     file_written(path)
     fault_point(f"after:{name}")
 
