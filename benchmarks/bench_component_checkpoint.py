@@ -225,13 +225,19 @@ def main(rounds: int = 30) -> None:
     import statistics
     import time
 
+    import torch
+
     from hyper_parallel import checkpointing
 
     state = suite.trained_state(steps=_STEPS)
     real = checkpointing.write_manifest, checkpointing._new_hasher
     modes = ("with", "without", "pre_change")
-    with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
-        for side in ("legacy", "component"):
+    threads_before = torch.get_num_threads()
+    # One intra-op thread is the harness's and torchrun's setting (the hashing thread then has a
+    # core of its own on 2 cores); two is a plain single-process run on this machine.
+    for threads, side in itertools.product((1, 2), ("legacy", "component")):
+        torch.set_num_threads(threads)
+        with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp:
             times: dict[str, list[float]] = {mode: [] for mode in modes}
             for i in range(rounds + 2):
                 for mode in modes:
@@ -252,11 +258,12 @@ def main(rounds: int = 30) -> None:
                 f.stat().st_size for f in (Path(tmp) / f"{side}-with-2" / "step_2").rglob("*") if f.is_file()
             )
             print(
-                f"{side:9s} save {size / 2**20:5.1f} MiB, medians: with manifest {med['with']:6.1f} ms, "
+                f"{side:9s} save {size / 2**20:5.1f} MiB, {threads} thread(s), medians: with manifest {med['with']:6.1f} ms, "
                 f"without {med['without']:6.1f} ms ({med['with'] / med['without']:.3f}x), before "
                 f"manifests {med['pre_change']:6.1f} ms ({med['with'] / med['pre_change']:.3f}x); "
                 f"{rounds} interleaved rounds, load average {os.getloadavg()[0]:.1f}"
             )
+    torch.set_num_threads(threads_before)
 
 
 if __name__ == "__main__":
