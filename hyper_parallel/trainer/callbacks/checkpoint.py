@@ -40,6 +40,7 @@ from hyper_parallel.checkpointing import (
     discard_partial,
     fault_point,
     file_written,
+    fsync_path,
     in_staged_folder,
     partial_step_dir,
     prepare_partial_dir,
@@ -84,16 +85,6 @@ def step_dir(output_dir: str, step: int) -> str:
 
 
 # --------------------------------------------------------------------------- atomic writes
-def _fsync_path(path: str) -> None:
-    """Flush a file or folder to disk; best effort (some filesystems refuse folder fsync)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def atomic_write(path: str, writer: Callable[[str], None]) -> None:
     """Run ``writer(tmp_path)`` on a temporary file next to ``path``, then ``os.replace`` it.
 
@@ -105,7 +96,7 @@ def atomic_write(path: str, writer: Callable[[str], None]) -> None:
     fault_point(f"before:{name}")
     try:
         writer(tmp)
-        _fsync_path(tmp)
+        fsync_path(tmp)
         fault_point(f"written:{name}")
         os.replace(tmp, path)
     except BaseException:
@@ -113,7 +104,7 @@ def atomic_write(path: str, writer: Callable[[str], None]) -> None:
             os.unlink(tmp)
         raise
     if not in_staged_folder(directory):  # a staged folder is fsynced once, at its commit
-        _fsync_path(directory)
+        fsync_path(directory)
     file_written(path)
     fault_point(f"after:{name}")
 
