@@ -8,31 +8,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hyper_parallel.checkpointing import fault_point, fsync_path
+
 __all__ = ["canonical_json", "write_text_atomic", "TMP_SUFFIX"]
 
 TMP_SUFFIX = ".tmp"
-
-# Tests set this to a callable(event) to stop a write at a named point (``tmp_written``,
-# ``replaced``), e.g. with SIGKILL, and check that a golden is then complete or absent.
-_fault_hook: Any = None
-
-
-def _fault(event: str) -> None:
-    if _fault_hook is not None:
-        _fault_hook(event)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # some filesystems refuse to fsync a folder; the rename is still atomic
-        pass
-    finally:
-        os.close(fd)
 
 
 def canonical_json(data: Any) -> str:
@@ -51,10 +31,10 @@ def write_text_atomic(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        _fault("tmp_written")
+        fault_point("golden:tmp_written")  # tests stop a write here (SIGKILL): old golden, whole
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
-    _fault("replaced")
+    fsync_path(str(path.parent))
+    fault_point("golden:replaced")

@@ -29,15 +29,6 @@ from parity.pytest_plugin import case_params, run_case
 from parity.suites import components_loss_tokenizer as suite
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_intra_op_thread():
-    """The debug model is tiny: extra intra-op threads only fight other processes for the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="loss"))
 def test_parity_case(case, backend, request):
     """Legacy in-forward loss vs component (tier A) and the component's goldens (tier B)."""

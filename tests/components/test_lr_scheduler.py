@@ -27,15 +27,6 @@ from parity.suites import components_optim as suite
 from tests.components._legacy import bare_trainer, debug_model, legacy_args, llm_wrapper
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Two intra-op threads on a shared 2-core box spin; one is faster and gives the same bits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def legacy_scheduler(max_steps: int, *overrides: str, optimizer=None):
     trainer = bare_trainer(legacy_args(f"--train.max_steps={max_steps}", *overrides))
     trainer.optimizer = optimizer or suite.one_param_optimizer(trainer.args.train.optimizer.lr)

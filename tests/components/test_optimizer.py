@@ -39,15 +39,6 @@ NORM_NAMES = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Two intra-op threads on a shared 2-core box spin; one is faster and gives the same bits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model():
     return debug_model(seed=0)

@@ -1,8 +1,8 @@
 """``python -m parity update`` killed (SIGKILL) while it rewrites a golden: the golden is then the old
 one or the new one, complete, never half; a leftover temp file is reported and never read.
 
-The kill comes from a hook at named points of the atomic write (``parity.fileio._fault_hook``), not
-from a timer, so every point is hit on every machine.
+The kill comes from the checkpoint fault hook (``hyper_parallel.checkpointing.set_fault_hook``) at
+named points of the atomic write, not from a timer, so every point is hit on every machine.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ KEY = platform_key()
 
 _KILLING_UPDATE = """
 import os, signal, sys
-import parity.fileio as fileio
+from hyper_parallel.checkpointing import set_fault_hook
 
 def hook(event):
-    if event == sys.argv[1]:
+    if event == "golden:" + sys.argv[1]:
         os.kill(os.getpid(), signal.SIGKILL)
 
-fileio._fault_hook = hook
+set_fault_hook(hook)
 from parity.cli import main
 raise SystemExit(main(sys.argv[2:]))
 """
