@@ -47,8 +47,6 @@ REQUIRED_FINGERPRINT_FIELDS = (
     "cpu_profile",
     "deterministic",
 )
-# Environment variables that the CPU profile sets; their values are recorded as they were.
-_CPU_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS")
 
 
 def get_platform():
@@ -109,7 +107,7 @@ def fingerprint(backend: str, platform: Any | None = None) -> dict[str, Any]:
         backend: framework_version(backend),
         "blas": libraries.get("blas", "unknown"),
         "cpu_capability": platform.cpu_capability(),
-        "cpu_env": {name: os.environ.get(name, "unset") for name in _CPU_ENV},
+        "cpu_env": {name: os.environ.get(name, "unset") for name in numerics.KNOB_ENV_VARS},
         "cpu_profile": numerics.active_profile(),
         "cpu_vendor": cpu_vendor(),
         "deterministic": bool(platform.is_deterministic()),

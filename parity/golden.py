@@ -43,7 +43,6 @@ __all__ = [
     "GoldenError",
     "GoldenMissingError",
     "GoldenCorruptError",
-    "GoldenFingerprintError",
     "golden_path",
     "build_document",
     "dumps",
@@ -74,10 +73,6 @@ class GoldenMissingError(GoldenError):
 
 
 class GoldenCorruptError(GoldenError):
-    pass
-
-
-class GoldenFingerprintError(GoldenError):
     pass
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "PROFILES",
     "DEFAULT_PROFILE",
     "Knob",
+    "KNOB_ENV_VARS",
     "ProfileError",
     "knobs",
     "portable_capability",
@@ -85,6 +86,8 @@ _AARCH64 = (
     Knob("OMP_NUM_THREADS", str(PORTABLE_THREADS), "intra-op threads of child processes"),
 )
 _KNOBS = {"x86_64": _X86_64, "amd64": _X86_64, "aarch64": _AARCH64, "arm64": _AARCH64}
+# Every variable some profile sets, on any arch (the fingerprint records their values as found).
+KNOB_ENV_VARS: tuple[str, ...] = tuple(sorted({k.env for ks in _KNOBS.values() for k in ks}))
 
 
 class ProfileError(ValueError):

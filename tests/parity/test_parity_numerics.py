@@ -15,13 +15,7 @@ import pytest
 from parity import numerics
 from tests._subprocess import REPO, child_env
 
-_KNOB_VARS = (
-    "ATEN_CPU_CAPABILITY",
-    "MKL_CBWR",
-    "ONEDNN_MAX_CPU_ISA",
-    "OMP_NUM_THREADS",
-    numerics.PROFILE_ENV,
-)
+_KNOB_VARS = (*numerics.KNOB_ENV_VARS, numerics.PROFILE_ENV)
 X86 = numerics.machine_arch() in ("x86_64", "amd64")
 
 
