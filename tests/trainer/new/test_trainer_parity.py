@@ -137,3 +137,17 @@ def test_hyper_trainer_loads_weights_through_the_checkpoint_component(monkeypatc
         workdir=tmp_path,
     )
     assert calls == [("component", "/some/weights")]
+
+
+def test_planted_skipped_weight_load_is_caught(both_runs, tmp_path, monkeypatch):
+    """The weights pair can fail: a checkpoint component that loads nothing trains from the init."""
+    from hyper_parallel.components.checkpoint import CheckpointManager
+
+    root, _, _ = both_runs
+    path = root / "legacy" / "ckpt" / "step_10" / "hf_ckpt"
+    overrides = (f"--model.weights_path={path}", "--train.max_steps=3", "--train.checkpoint.save_steps=0")
+    legacy = run_legacy(*overrides, workdir=tmp_path / "legacy")
+    monkeypatch.setattr(CheckpointManager, "load_weights", lambda self, path: None)
+    skipped = run_new(*overrides, workdir=tmp_path / "new")
+    differences = compare(legacy["losses"], skipped["losses"], "losses")
+    assert differences and differences[0].path == "losses[0]"
