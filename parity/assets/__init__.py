@@ -8,7 +8,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ASSETS_DIR", "tokenizer_dir", "text_jsonl", "alpaca_json", "text_disk_dir", "preset_pt"]
+__all__ = [
+    "ASSETS_DIR",
+    "tokenizer_dir",
+    "text_jsonl",
+    "alpaca_json",
+    "short_text_jsonl",
+    "short_alpaca_json",
+    "alpaca_grid_json",
+    "text_disk_dir",
+    "preset_pt",
+]
 
 ASSETS_DIR = Path(__file__).resolve().parent
 
@@ -26,6 +36,22 @@ def text_jsonl() -> Path:
 def alpaca_json() -> Path:
     """64 alpaca records with ``instruction``/``input``/``output`` (some inputs empty)."""
     return ASSETS_DIR / "data" / "alpaca.json"
+
+
+def short_text_jsonl() -> Path:
+    """39 short ``{"text": ...}`` rows (1-20 words, four empty): 35 rows remain, they pad at 16 tokens."""
+    return ASSETS_DIR / "data" / "short_text.jsonl"
+
+
+def short_alpaca_json() -> Path:
+    """32 short alpaca records (some empty outputs, one all-empty record): 31 rows remain."""
+    return ASSETS_DIR / "data" / "short_alpaca.json"
+
+
+def alpaca_grid_json(grid: str) -> Path:
+    """Alpaca records whose prompt and response tokenise to the lengths of a grid cell, one record
+    per cell (``build_assets.ALPACA_GRIDS``: ``full`` 180 records, ``small`` 30)."""
+    return ASSETS_DIR / "data" / f"alpaca_grid_{grid}.json"
 
 
 def text_disk_dir() -> Path:

@@ -1,4 +1,4 @@
-"""Build the small local test assets: a byte-level BPE tokenizer and three tiny text datasets.
+"""Build the small local test assets: a byte-level BPE tokenizer and seven tiny text datasets.
 
 Run ``python -m parity.assets.build_assets [--output-dir DIR]`` (default: this package's folder).
 Everything is generated from the built-in corpus below with fixed seeds, so two runs write
@@ -26,6 +26,14 @@ __all__ = [
     "write_text_jsonl",
     "write_alpaca_json",
     "write_text_disk",
+    "short_text_rows",
+    "short_alpaca_rows",
+    "write_short_text_jsonl",
+    "write_short_alpaca_json",
+    "ALPACA_GRIDS",
+    "alpaca_grid_cells",
+    "alpaca_grid_rows",
+    "write_alpaca_grid_json",
     "build_all",
     "main",
 ]
@@ -36,6 +44,10 @@ SPECIAL_TOKENS = (EOS_TOKEN, "<|im_start|>", "<|im_end|>")
 TEXT_ROWS = 200
 ALPACA_ROWS = 64
 TEXT_DISK_ROWS = 64
+# Short-row sets for padding and uneven splits: after the empty rows are dropped they keep 35 and 31
+# rows, which divide by neither 2 nor 3 ranks.
+SHORT_TEXT_ROWS = 39
+SHORT_ALPACA_ROWS = 32
 
 # Built-in multilingual corpus (tokenizer training data and sentence pool for the datasets).
 CORPUS: tuple[str, ...] = (
@@ -89,6 +101,11 @@ _INSTRUCTIONS: tuple[str, ...] = (
     "What is gradient accumulation?",
 )
 _OPPOSITES: tuple[str, ...] = ("quick", "lazy", "brown", "small", "large", "quiet", "green", "happy")
+# Words of the short rows (most are one or two tokens of the asset tokenizer).
+_SHORT_WORDS: tuple[str, ...] = (
+    "the", "a", "in", "of", "data", "model", "loss", "text", "token", "train", "quick", "sea",
+    "shells", "wood", "over", "like", "one", "and", "are", "by", "fox", "dog", "rank", "batch",
+)  # fmt: skip
 
 
 def text_rows(n: int = TEXT_ROWS, seed: int = 0) -> list[str]:
@@ -119,6 +136,89 @@ def alpaca_rows(n: int = ALPACA_ROWS, seed: int = 1) -> list[dict[str, str]]:
             inp = rng.choice(CORPUS)
         output = " ".join(rng.choice(CORPUS) for _ in range(rng.choice((1, 1, 2, 4))))
         rows.append({"instruction": instruction, "input": inp, "output": output})
+    return rows
+
+
+def _short_phrase(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_SHORT_WORDS) for _ in range(words))
+
+
+def short_text_rows(n: int = SHORT_TEXT_ROWS, seed: int = 2) -> list[str]:
+    """``n`` texts of 1 to 20 words (about 1 to 30 tokens), rows ``i % 10 == 4`` empty.
+
+    Most rows are shorter than a 16-token window, so batches pad; some are longer and truncate.
+    With the default ``n`` the four empty rows are dropped and 35 rows remain.
+    """
+    rng = random.Random(seed)
+    rows: list[str] = []
+    for i in range(n):
+        if i % 10 == 4:
+            rows.append("")
+            continue
+        rows.append(_short_phrase(rng, rng.choice((1, 1, 2, 3, 4, 5, 6, 8, 12, 20))))
+    return rows
+
+
+def short_alpaca_rows(n: int = SHORT_ALPACA_ROWS, seed: int = 3) -> list[dict[str, str]]:
+    """``n`` short alpaca records: 1-4 word instructions, an empty input every third row, 0-10 word
+    outputs (some empty: rows whose labels are all masked); row 5 is empty in every field and is
+    dropped, so 31 rows remain with the default ``n``."""
+    rng = random.Random(seed)
+    rows: list[dict[str, str]] = []
+    for i in range(n):
+        if i == 5:
+            rows.append({"instruction": "", "input": "", "output": ""})
+            continue
+        instruction = _short_phrase(rng, rng.choice((1, 2, 3, 4)))
+        inp = "" if i % 3 == 0 else _short_phrase(rng, rng.choice((1, 2, 5)))
+        output = _short_phrase(rng, rng.choice((0, 1, 2, 3, 6, 10)))
+        rows.append({"instruction": instruction, "input": inp, "output": output})
+    return rows
+
+
+# Alpaca length grids: name -> (prompt lengths, response lengths, prompt lengths also written as
+# instruction + "\n" + input), in tokens of the asset tokenizer.
+ALPACA_GRIDS: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {
+    "full": (
+        (0, 1, 3, 4, 5, 8, 9, 14, 15, 16, 17, 30),
+        (0, 1, 3, 4, 5, 8, 9, 15, 16, 17, 18, 30),
+        (3, 9, 17),
+    ),
+    "small": ((0, 1, 4, 14, 30), (0, 1, 4, 18, 30), (14,)),
+}
+# Words whose space-prefixed form is one token of the asset tokenizer ("a" and "b" alone are one too).
+_GRID_WORDS: tuple[str, ...] = (
+    "the", "a", "in", "of", "data", "model", "loss", "text", "token", "train", "quick", "sea",
+    "shells", "wood", "over", "like", "one", "and", "are", "by", "ignore", "optimizer", "through",
+    "them",
+)  # fmt: skip
+
+
+def alpaca_grid_cells(grid: str) -> list[tuple[int, int, bool]]:
+    """``(prompt_len, response_len, split_prompt)`` per record, in file order; the all-empty cell
+    (if any) is last, so every row the transform keeps names its cell."""
+    prompts, responses, split = ALPACA_GRIDS[grid]
+    cells = [(p, r, False) for p in prompts for r in responses]
+    cells += [(p, r, True) for p in split for r in responses]
+    empty = (0, 0, False)
+    return [c for c in cells if c != empty] + ([empty] if empty in cells else [])
+
+
+def _grid_words(n: int, offset: int) -> str:
+    return "".join(" " + _GRID_WORDS[(offset + i) % len(_GRID_WORDS)] for i in range(n))
+
+
+def alpaca_grid_rows(grid: str) -> list[dict[str, str]]:
+    """One alpaca record per grid cell whose prompt (``instruction`` [+ "\n" + ``input``]) and
+    ``output`` tokenise to the cell's lengths with the asset tokenizer (words vary by row)."""
+    rows = []
+    for row, (p, r, split) in enumerate(alpaca_grid_cells(grid)):
+        if split:  # instruction (k tokens) + "\n" (one token) + input (p - k - 1 tokens)
+            k = p // 2
+            instruction, inp = "a" + _grid_words(k - 1, row), "b" + _grid_words(p - k - 2, row + 7)
+        else:
+            instruction, inp = ("a" + _grid_words(p - 1, row)) if p else "", ""
+        rows.append({"instruction": instruction, "input": inp, "output": _grid_words(r, row + 3)})
     return rows
 
 
@@ -174,6 +274,21 @@ def write_alpaca_json(path: str | os.PathLike, rows: Sequence[dict[str, str]] | 
     return path
 
 
+def write_short_text_jsonl(path: str | os.PathLike) -> Path:
+    """``short_text_rows()`` as ``{"text": ...}`` lines."""
+    return write_text_jsonl(path, short_text_rows())
+
+
+def write_short_alpaca_json(path: str | os.PathLike) -> Path:
+    """``short_alpaca_rows()`` as a JSON array."""
+    return write_alpaca_json(path, short_alpaca_rows())
+
+
+def write_alpaca_grid_json(path: str | os.PathLike, grid: str) -> Path:
+    """``alpaca_grid_rows(grid)`` as a JSON array."""
+    return write_alpaca_json(path, alpaca_grid_rows(grid))
+
+
 def write_text_disk(path: str | os.PathLike, rows: Sequence[str] | None = None) -> Path:
     """A ``Dataset.save_to_disk`` folder with one ``text`` column (the first rows of the jsonl)."""
     import datasets
@@ -195,6 +310,12 @@ def build_all(output_dir: str | os.PathLike | None = None) -> dict[str, Path]:
         "text_jsonl": write_text_jsonl(root / "data" / "text.jsonl"),
         "alpaca_json": write_alpaca_json(root / "data" / "alpaca.json"),
         "text_disk": write_text_disk(root / "data" / "text_disk"),
+        "short_text_jsonl": write_short_text_jsonl(root / "data" / "short_text.jsonl"),
+        "short_alpaca_json": write_short_alpaca_json(root / "data" / "short_alpaca.json"),
+        **{
+            f"alpaca_grid_{grid}": write_alpaca_grid_json(root / "data" / f"alpaca_grid_{grid}.json", grid)
+            for grid in ALPACA_GRIDS
+        },
     }
 
 

@@ -6,7 +6,8 @@ with it pytest-xdist collection) is the same in every process.
 
 Every case carries at least one of ``TAGS``: the component it covers (``COMPONENT_TAGS``; a
 component's test module selects its cases with ``case_params(REGISTRY, tag="<component>")``), or
-``e2e`` (whole trainers), ``legacy`` (goldens of the legacy trainer), ``selfcheck`` (the harness).
+``e2e`` (whole trainers), ``legacy`` (goldens of the legacy trainer), ``selfcheck`` (the harness);
+``transforms`` marks the data-transform grids (beside their component tag, ``dataloader``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from parity.cases import REGISTRY
 __all__ = ["COMPONENT_TAGS", "REGISTRY", "TAGS"]
 
 COMPONENT_TAGS = ("optimizer", "lr_scheduler", "loss", "tokenizer", "dataloader", "checkpoint", "metrics")
-TAGS = (*COMPONENT_TAGS, "e2e", "legacy", "selfcheck")
+TAGS = (*COMPONENT_TAGS, "transforms", "e2e", "legacy", "selfcheck")
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")

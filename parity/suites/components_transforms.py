@@ -1,0 +1,146 @@
+"""Transform grids: the alpaca/json prompt-response transform over prompt x response x window lengths.
+
+The transform of legacy-trainer.md 6.2 (a) splits the window between the prompt and the response
+with ``infer_seqlen`` (ratio first), truncates both, masks the prompt with -100 and drops a row only
+when nothing is left. It is a shared leaf (``hyper_parallel.data.transforms``); what each path owns
+is its wiring: the legacy ``LLMTrainer._build_data_transform`` passes ``data.max_seq_len``,
+``text_key``, ``type`` and ``template``, the component passes ``seq_len`` and its Config fields.
+
+The data is a committed JSON file of alpaca records whose prompt and response tokenise to exact
+lengths (one record per cell of ``build_assets.ALPACA_GRIDS``, checked on first use): prompt
+lengths 0-30 (some split into instruction + "\\n" + input), response lengths 0-30, so the grid
+holds empty responses (all labels masked), prompts longer than the window, exact fits and all
+three ``infer_seqlen`` branches, including the cells (prompt 14, response 30, window 22) where the
+ratio-first ``int(c * (t / (s + t)))`` and the multiply-first ``int(c * t / (s + t))`` differ. The
+empty prompt-and-response record is last, so every kept row names its cell (read as plain text,
+the records without a response are dropped instead: ``_kept_cells``).
+
+- tier A: the legacy data steps against the dataloader component on the grid for six windows, plus
+  the Human/Assistant template and the same file read as hf_datasets text (``text_key=output``);
+- tier B: the component on a small grid at windows 8 and 22: it catches a change of the shared
+  transform, which moves both sides of a tier A pair at once.
+
+Artifact: ``{cell: {input_ids, labels}}`` (``p<prompt>[i]_r<response>``, ``i`` for a split
+prompt), the kept row count and the training steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from parity import assets, canonical
+from parity.assets import build_assets
+from parity.cases import REGISTRY
+from parity.suites.components_dataloader import (
+    _short_legacy_trainer,
+    _short_new_loader,
+    register_source,
+)
+
+__all__ = ["checked_grid_json", "legacy_grid", "new_grid"]
+
+
+def _cell_name(cell: tuple[int, int, bool]) -> str:
+    p, r, split = cell
+    return f"p{p:02d}{'i' if split else ''}_r{r:02d}"
+
+
+@functools.cache
+def checked_grid_json(grid: str) -> Path:
+    """The committed grid file, once its records are checked to tokenise to their cells' lengths
+    (the cell names of the artifact depend on it)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(assets.tokenizer_dir()), local_files_only=True)
+    path = assets.alpaca_grid_json(grid)
+    records = json.loads(path.read_text(encoding="utf-8"))
+    cells = build_assets.alpaca_grid_cells(grid)
+    if len(records) != len(cells):
+        raise AssertionError(f"{path} has {len(records)} records, expected {len(cells)} (rebuild the assets)")
+    for rec, cell in zip(records, cells):
+        prompt = rec["instruction"] + ("\n" + rec["input"] if rec["input"] else "")
+        got = (
+            len(tok(prompt, add_special_tokens=False)["input_ids"]),
+            len(tok(rec["output"], add_special_tokens=False)["input_ids"]),
+        )
+        if got != cell[:2]:
+            raise AssertionError(f"{path}: cell {_cell_name(cell)} tokenises to {got}, expected {cell[:2]}")
+    return path
+
+
+register_source("alpaca_grid", lambda: ("json_file", checked_grid_json("full")))
+register_source("alpaca_grid_small", lambda: ("json_file", checked_grid_json("small")))
+# The same records read as plain text of their ``output`` column (no masking, special tokens added).
+register_source("alpaca_grid_as_text", lambda: ("hf_datasets", checked_grid_json("full")))
+
+_GRID_OF = {"alpaca_grid": "full", "alpaca_grid_small": "small", "alpaca_grid_as_text": "full"}
+
+
+def _loader_kwargs(data: str, seq: int, template: str, text_key: str) -> dict[str, Any]:
+    # One row per batch, in file order, one rank: every row is seen, none padded.
+    return dict(
+        data=data,
+        tok="asset",
+        seq=seq,
+        mbs=1,
+        gbs=1,
+        world=1,
+        tp=1,
+        rank=0,
+        seed=0,
+        shuffle=False,
+        steps=10_000,
+        template=template,
+        text_key=text_key,
+    )
+
+
+def _kept_cells(data: str) -> list[tuple[int, int, bool]]:
+    """The cells whose rows survive, in order: as masked alpaca every cell but the all-empty last
+    one; as plain text of ``output`` (no special tokens in the asset) the cells with a response."""
+    cells = build_assets.alpaca_grid_cells(_GRID_OF[data])
+    if data == "alpaca_grid_as_text":
+        return [c for c in cells if c[1] > 0]
+    return [c for c in cells if c[:2] != (0, 0)]
+
+
+def _grid_tree(batches: list[Any], training_steps: int, data: str) -> dict[str, Any]:
+    rows = {}
+    for cell, batch in zip(_kept_cells(data), batches):
+        rows[_cell_name(cell)] = {
+            "input_ids": canonical.token_ids(batch["input_ids"][0].tolist()),
+            "labels": canonical.token_ids(batch["labels"][0].tolist()),
+        }
+    return {"rows": rows, "kept": len(batches), "training_steps": training_steps}
+
+
+def legacy_grid(*, data: str, seq: int, template: str = "empty", text_key: str = "text") -> dict[str, Any]:
+    trainer = _short_legacy_trainer(**_loader_kwargs(data, seq, template, text_key))
+    return _grid_tree(list(trainer.train_dataloader), trainer.state.max_steps, data)
+
+
+def new_grid(*, data: str, seq: int, template: str = "empty", text_key: str = "text") -> dict[str, Any]:
+    loader = _short_new_loader(**_loader_kwargs(data, seq, template, text_key))
+    return _grid_tree(list(loader), loader.training_steps, data)
+
+
+_TAGS = ("dataloader", "transforms")
+
+TRANSFORM_PAIRS: tuple[dict[str, Any], ...] = (
+    *({"data": "alpaca_grid", "seq": seq} for seq in (1, 2, 8, 16, 22, 31)),
+    {"data": "alpaca_grid", "seq": 16, "template": "alpaca"},  # Human/Assistant text, unmasked
+    {"data": "alpaca_grid_as_text", "seq": 8, "text_key": "output"},  # hf_datasets: plain text
+)
+for _params in TRANSFORM_PAIRS:
+    REGISTRY.pair(
+        "transform_grid", kind="token_ids", tags=_TAGS, params=_params, legacy=legacy_grid, new=new_grid
+    )
+
+TRANSFORM_GOLDENS: tuple[dict[str, Any], ...] = tuple(
+    {"data": "alpaca_grid_small", "seq": seq} for seq in (8, 22)
+)
+for _params in TRANSFORM_GOLDENS:
+    REGISTRY.golden("transform_grid_golden", kind="token_ids", tags=_TAGS, params=_params, producer=new_grid)
