@@ -19,7 +19,16 @@ from parity.cases import REGISTRY
 
 __all__ = ["COMPONENT_TAGS", "REGISTRY", "TAGS"]
 
-COMPONENT_TAGS = ("optimizer", "lr_scheduler", "loss", "tokenizer", "dataloader", "checkpoint", "metrics")
+COMPONENT_TAGS = (
+    "optimizer",
+    "lr_scheduler",
+    "loss",
+    "tokenizer",
+    "dataloader",
+    "checkpoint",
+    "metrics",
+    "profiler",
+)
 TAGS = (*COMPONENT_TAGS, "transforms", "e2e", "legacy", "selfcheck")
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):

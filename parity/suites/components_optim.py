@@ -6,6 +6,27 @@ inputs: param groups (FQNs and hyperparameters) on the debug model, the LR curve
 the optimizer + scheduler state after 3 training steps (also for the in-backward container).
 Tier B goldens pin what the new components produce on explicit params.
 
+Toy modules (section "toy modules") cover what the debug model cannot: mixed-case names
+(``LayerNorm.weight``, ``Dense.BIAS``, ``norm.Weight``) and keywords inside words, several model
+parts, a parameter shared between parts and one tied within a part, frozen parameters, and
+custom decay keywords; fixed toys and hypothesis-drawn ones (names from a small mixed-case
+alphabet, shapes, frozen flags, which entries reuse an earlier parameter). Pairs compare the
+param groups, and one optimizer step (state and parameters by FQN) on the fixed toys.
+
+Several model parts: the legacy ``_build_optimizer`` takes ONE model (``self.model``), while the
+component takes ``model_parts``. The parts are pipeline stages of one model that keep the whole
+model's FQNs (torchtitan's split; ``HyperTrainer`` passes ``[model]``), so the legacy side runs on
+the equivalent single module: a module holding every part's top-level children in part order
+(``whole_module``). It has the same FQNs, the same ``named_parameters()`` order, and a parameter
+shared by two parts appears once under its first name, which is what the component's
+de-duplication across parts must reproduce (within one module torch's ``named_parameters``
+already de-duplicates, so only several parts exercise it).
+
+Custom keywords: the legacy builder has no setting for them (``base.NO_DECAY_KEYWORDS`` is
+hard-coded); for a custom set the harness swaps that constant while the legacy builder runs
+(``legacy_decay_keywords``), and the "minimal" set pairs the new side's ``("norm", "bias")`` with
+the unchanged legacy constant (equivalent: "layernorm" and "rmsnorm" contain "norm").
+
 The helpers below are the harness side (inputs, training loop, FQN mapping); they are shared by
 both producers of a pair, never the logic under test.
 """
@@ -13,6 +34,7 @@ both producers of a pair, never the logic under test.
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -433,6 +455,391 @@ REGISTRY.pair(
 )
 
 
+# ----------------------------------------------------------------------------- toy modules
+#
+# Small torch modules that the debug model cannot give: mixed-case names around every keyword,
+# several model parts, parameters shared between parts and tied within one, frozen parameters and
+# custom decay keywords. A toy is a tuple of parts; a part is a tuple of entries
+# ``(path, shape, frozen, alias)``: ``path`` is ``<module>[.<module>...].<param>``, ``alias`` is the
+# index of an earlier entry (over all parts, in order) whose Parameter object this entry reuses
+# (its shape and frozen flag are then the original's), or -1 for a fresh parameter.
+
+ToyEntry = tuple[str, tuple[int, ...], bool, int]
+ToySpec = tuple[tuple[ToyEntry, ...], ...]
+
+TOY_LR = 1e-2
+TOY_WEIGHT_DECAY = 0.1  # lr * wd != 0: a parameter in the wrong group steps to other bits
+
+TOYS: dict[str, ToySpec] = {
+    # One part: mixed-case names, keywords inside words and in module paths, a tied parameter.
+    "mixed_case": (
+        (
+            ("Embed.weight", (4, 3), False, -1),  # 0
+            ("LayerNorm.weight", (3,), False, -1),
+            ("LayerNorm.Bias", (3,), False, -1),
+            ("Dense.weight", (3, 3), False, -1),
+            ("Dense.BIAS", (3,), False, -1),
+            ("block.norm.Weight", (3,), False, -1),  # 5
+            ("block.RMSNorm.scale", (3,), False, -1),
+            ("block.q_proj.weight", (3, 3), False, -1),
+            ("Unbiased.weight", (2,), False, -1),  # "bias" inside a word
+            ("abNormal.w", (2,), False, -1),  # "norm" inside a word
+            ("Head.Bias", (), False, 0),  # 10: tied to Embed.weight: counted once, as decay (first name)
+            ("scalar.Gain", (), False, -1),  # 0-d
+        ),
+    ),
+    # Three parts (pipeline stages of one model): a parameter shared by parts 0 and 2, one tied
+    # within part 1, frozen parameters (one of them shared), mixed case throughout.
+    "parts": (
+        (
+            ("embed.Weight", (4, 3), False, -1),  # 0
+            ("Layer0.LayerNorm.weight", (3,), False, -1),
+            ("Layer0.attn.Wq", (3, 3), False, -1),
+            ("Layer0.attn.bias", (3,), False, -1),
+            ("Layer0.Frozen_Norm.weight", (3,), True, -1),
+        ),
+        (
+            ("Layer1.LayerNorm.weight", (3,), False, -1),  # 5
+            ("Layer1.mlp.Up", (3, 3), False, -1),
+            ("Layer1.mlp.Down", (3, 3), False, -1),
+            ("Layer1.mlp.DownTied", (), False, 6),  # tied to Layer1.mlp.Up within the part
+            ("Layer1.mlp.Bias", (3,), False, -1),
+            ("Layer1.mlp.gate", (3,), True, -1),  # 10
+        ),
+        (
+            ("final_NORM.weight", (3,), False, -1),
+            ("lm_head.weight", (), False, 0),  # shared with part 0's embed.Weight
+            ("lm_head.Bias", (4,), False, -1),
+            ("Pooler.Norm.shared_w", (), False, 2),  # shared with Layer0.attn.Wq: decay (first name)
+            ("Pooler.frozen_ref", (), False, 4),  # 15: shared and frozen
+            ("Pooler.RmsNorm.g", (2,), False, -1),
+        ),
+    ),
+    # Two parts, most parameters frozen (a tied one too); part 1's only trainable one is shared.
+    "frozen": (
+        (
+            ("Norm.weight", (3,), True, -1),  # 0
+            ("Norm.bias", (3,), False, -1),
+            ("Proj.weight", (3, 3), True, -1),
+            ("Proj.tied", (), False, 2),  # tied to the frozen Proj.weight
+            ("Proj.Gain", (3,), False, -1),
+        ),
+        (
+            ("Tail.LayerNorm.weight", (3,), True, -1),  # 5
+            ("Tail.out", (2, 3), True, -1),
+            ("Tail.shared", (), False, 4),  # shared with part 0's Proj.Gain
+        ),
+    ),
+}
+
+# Decay keyword sets. The legacy builder has one, hard-coded (``base.NO_DECAY_KEYWORDS``); for a
+# set of its own the harness swaps that constant for the duration of the legacy build (the only
+# knob the legacy path has). "minimal" is the legacy set written differently: "layernorm" and
+# "rmsnorm" contain "norm", so the legacy side keeps its own constant there.
+KEYWORD_SETS: dict[str, tuple[str, ...] | None] = {
+    "default": None,  # the new side uses its Config default
+    "minimal": ("norm", "bias"),
+    "custom": ("gain", "embed", "proj", "head"),
+}
+_LEGACY_KEYWORDS: dict[str, tuple[str, ...] | None] = {
+    "default": None,
+    "minimal": None,
+    "custom": KEYWORD_SETS["custom"],
+}
+
+
+def build_toy_parts(spec: ToySpec, *, seed: int = 0) -> tuple[list[Any], list[Any]]:
+    """The parts of a toy (one ``torch.nn.Module`` each) and the Parameter of every entry."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    parts: list[Any] = []
+    flat: list[Any] = []
+    for part_spec in spec:
+        part = torch.nn.Module()
+        for path, shape, frozen, alias in part_spec:
+            *module_path, leaf = path.split(".")
+            if not module_path:
+                raise ValueError(
+                    f"toy entry {path!r}: expected <module>.<param> (no parameter on a part itself)"
+                )
+            owner = part
+            for segment in module_path:
+                child = owner._modules.get(segment)
+                if child is None:
+                    child = torch.nn.Module()
+                    owner.add_module(segment, child)
+                owner = child
+            if alias >= 0:
+                param = flat[alias]
+            else:
+                param = torch.nn.Parameter(torch.randn(shape, generator=generator), requires_grad=not frozen)
+            owner.register_parameter(leaf, param)
+            flat.append(param)
+        parts.append(part)
+    return parts, flat
+
+
+def whole_module(parts: Sequence[Any]) -> Any:
+    """The single module the legacy builder sees: every part's top-level children, in part order.
+
+    Parts are stages of one model and keep its FQNs (torchtitan's pipeline split), so the names,
+    the ``named_parameters()`` order and the first name of a shared parameter are the same.
+    """
+    import torch
+
+    whole = torch.nn.Module()
+    for i, part in enumerate(parts):
+        if part._parameters:
+            raise ValueError(f"toy part {i}: parameters directly on a part have no place in the whole model")
+        for name, child in part.named_children():
+            if name in whole._modules:
+                raise ValueError(f"toy part {i}: top-level module {name!r} is already in an earlier part")
+            whole.add_module(name, child)
+    return whole
+
+
+def _toy_spec(toy: str, spec: ToySpec | None) -> ToySpec:
+    if spec is not None:
+        return spec
+    if toy not in TOYS:
+        raise KeyError(f"unknown toy {toy!r}; expected one of {', '.join(TOYS)}")
+    return TOYS[toy]
+
+
+def _parts_named(parts: Sequence[Any]) -> list[tuple[str, Any]]:
+    return [(n, p) for part in parts for n, p in part.named_parameters()]
+
+
+@contextlib.contextmanager
+def legacy_decay_keywords(keywords: tuple[str, ...] | None) -> Iterator[None]:
+    """Run the legacy builder with ``keywords`` in place of its hard-coded set (None: unchanged)."""
+    from hyper_parallel.trainer import base
+
+    original = base.NO_DECAY_KEYWORDS
+    if keywords is not None:
+        setattr(base, "NO_DECAY_KEYWORDS", keywords)  # noqa: B010 (a tuple of another length)
+    try:
+        yield
+    finally:
+        setattr(base, "NO_DECAY_KEYWORDS", original)  # noqa: B010
+
+
+@functools.cache
+def toy_legacy_args() -> Any:
+    """The legacy args of every toy case, parsed once (the builder only reads them; the YAML parse
+    would otherwise dominate a drawn example)."""
+    return legacy_args(
+        *optimizer_overrides(lr=TOY_LR, eps=1e-8, weight_decay=TOY_WEIGHT_DECAY, beta1=0.9, beta2=0.999)
+    )
+
+
+def legacy_toy_optimizer(spec: ToySpec, keywords: str, *, seed: int = 0):
+    """``(whole model, parts, entry params, legacy AdamW)`` on the single module holding the parts."""
+    parts, flat = build_toy_parts(spec, seed=seed)
+    whole = whole_module(parts)
+    trainer = bare_trainer(toy_legacy_args(), model=whole)
+    with legacy_decay_keywords(_LEGACY_KEYWORDS[keywords]):
+        trainer._build_optimizer()
+    return whole, flat, trainer.optimizer
+
+
+def new_toy_optimizer(spec: ToySpec, keywords: str, *, in_backward: bool = False, seed: int = 0):
+    """``(parts, entry params, container)``: the container built on the parts themselves."""
+    parts, flat = build_toy_parts(spec, seed=seed)
+    fields: dict[str, Any] = {"lr": TOY_LR, "weight_decay": TOY_WEIGHT_DECAY}
+    if KEYWORD_SETS[keywords] is not None:
+        fields["decay_keywords"] = KEYWORD_SETS[keywords]
+    return parts, flat, new_optimizers(parts, in_backward=in_backward, **fields)
+
+
+def legacy_toy_groups(*, keywords: str, toy: str = "drawn", spec: ToySpec | None = None):
+    whole, _, optimizer = legacy_toy_optimizer(_toy_spec(toy, spec), keywords)
+    return canonical.param_groups(optimizer.param_groups, whole.named_parameters())
+
+
+def new_toy_groups(
+    *, keywords: str, toy: str = "drawn", spec: ToySpec | None = None, in_backward: bool = False
+):
+    parts, _, container = new_toy_optimizer(_toy_spec(toy, spec), keywords, in_backward=in_backward)
+    if in_backward:
+        container.remove_hooks()
+    return canonical.param_groups(container.param_groups, _parts_named(parts))
+
+
+def new_in_backward_toy_groups(**params: Any):
+    return new_toy_groups(**params, in_backward=True)
+
+
+def toy_step(flat: Sequence[Any], optimizer, *, seed: int) -> None:
+    """One backward of ``sum((p * g).sum())`` over every entry (a tied or shared parameter collects
+    one gradient per use), then ``step`` and ``zero_grad``. ``g`` is drawn per entry, frozen ones too."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    loss = None
+    for param in flat:
+        grad = torch.randn(param.shape, generator=generator)
+        if param.requires_grad:
+            term = (param * grad).sum()
+            loss = term if loss is None else loss + term
+    if loss is not None:
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def toy_state(optimizer, model_parts: Sequence[Any]) -> dict[str, Any]:
+    """Optimizer state (keyed by FQN) and every parameter, each parameter under its first name."""
+    params: dict[str, Any] = {}
+    for name, param in _parts_named(model_parts):
+        if all(param is not seen for seen in params.values()):
+            params[name] = param
+    return canonical.checkpoint(
+        {
+            "optimizer": named_optimizer_state(optimizer.state_dict(), optimizer.param_groups, model_parts),
+            "params": params,
+        }
+    )
+
+
+def legacy_toy_stepped(*, toy: str, keywords: str, seed: int):
+    whole, flat, optimizer = legacy_toy_optimizer(TOYS[toy], keywords, seed=seed)
+    with one_thread():
+        toy_step(flat, optimizer, seed=seed)
+    return toy_state(optimizer, [whole])
+
+
+def new_toy_stepped(*, toy: str, keywords: str, seed: int, in_backward: bool = False):
+    parts, flat, container = new_toy_optimizer(TOYS[toy], keywords, in_backward=in_backward, seed=seed)
+    with one_thread():
+        toy_step(flat, container, seed=seed)
+    if in_backward:
+        container.remove_hooks()
+    return toy_state(container, parts)
+
+
+def new_in_backward_toy_stepped(**params: Any):
+    return new_toy_stepped(**params, in_backward=True)
+
+
+TOY_GROUP_PARAMS: tuple[dict[str, Any], ...] = (
+    {"toy": "mixed_case", "keywords": "default"},
+    {"toy": "mixed_case", "keywords": "custom"},
+    {"toy": "parts", "keywords": "default"},
+    {"toy": "parts", "keywords": "minimal"},
+    {"toy": "frozen", "keywords": "custom"},
+)
+for _toy_params in TOY_GROUP_PARAMS:
+    REGISTRY.pair(
+        "optim_toy_groups",
+        kind="param_groups",
+        tags=("optimizer",),
+        params=_toy_params,
+        legacy=legacy_toy_groups,
+        new=new_toy_groups,
+    )
+REGISTRY.pair(
+    "optim_toy_in_backward_groups",
+    kind="param_groups",
+    tags=("optimizer",),
+    params=TOY_GROUP_PARAMS[2],
+    legacy=legacy_toy_groups,
+    new=new_in_backward_toy_groups,
+)
+
+TOY_STEP_PARAMS: tuple[dict[str, Any], ...] = (
+    {"toy": "mixed_case", "keywords": "default", "seed": 0},
+    {"toy": "parts", "keywords": "custom", "seed": 1},
+    {"toy": "frozen", "keywords": "default", "seed": 2},
+)
+for _toy_params in TOY_STEP_PARAMS:
+    REGISTRY.pair(
+        "optim_toy_step",
+        kind="checkpoint",
+        tags=("optimizer",),
+        params=_toy_params,
+        legacy=legacy_toy_stepped,
+        new=new_toy_stepped,
+    )
+REGISTRY.pair(
+    "optim_toy_in_backward_step",
+    kind="checkpoint",
+    tags=("optimizer",),
+    params={"toy": "parts", "keywords": "default", "seed": 1},
+    legacy=legacy_toy_stepped,
+    new=new_in_backward_toy_stepped,
+)
+
+# Drawn toys: names from a small alphabet (mixed case, keywords inside words), 1-3 parts, shapes,
+# frozen flags and which entries reuse an earlier parameter (tied within a part or shared).
+_TOY_MODULES = (
+    "LayerNorm",
+    "layernorm",
+    "Norm",
+    "RMSNorm",
+    "q_norm",
+    "Proj",
+    "Dense",
+    "enormous",
+    "abNormal",
+    "Unbiased",
+    "Embed",
+    "Gate",
+    "mlp",
+)
+_TOY_LEAVES = ("weight", "Weight", "bias", "Bias", "BIAS", "scale", "w", "Gain", "norm_w", "headB")
+
+
+def _toy_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    leaves = st.lists(st.sampled_from(_TOY_LEAVES), min_size=1, max_size=3, unique=True)
+    shapes = st.lists(st.integers(1, 3), max_size=2).map(tuple)
+
+    @st.composite
+    def toy_specs(draw: Any) -> ToySpec:
+        n_parts = draw(st.integers(1, 3))
+        tops = draw(st.lists(st.sampled_from(_TOY_MODULES), min_size=n_parts, max_size=6, unique=True))
+        owners = sorted(draw(st.lists(st.integers(0, n_parts - 1), min_size=len(tops), max_size=len(tops))))
+        owners[:n_parts] = range(n_parts)  # every part gets at least one top-level module
+        owners.sort()
+        count = 0
+        parts: list[tuple[ToyEntry, ...]] = []
+        for k in range(n_parts):
+            entries: list[ToyEntry] = []
+            for top, owner in zip(tops, owners):
+                if owner != k:
+                    continue
+                child = draw(st.sampled_from(("", *(m for m in _TOY_MODULES if m != top))))
+                prefix = f"{top}.{child}" if child else top
+                for leaf in draw(leaves):
+                    reuse = count > 0 and draw(st.integers(0, 3)) == 0
+                    alias = draw(st.integers(0, count - 1)) if reuse else -1
+                    entries.append((f"{prefix}.{leaf}", draw(shapes), draw(st.integers(0, 3)) == 0, alias))
+                    count += 1
+            parts.append(tuple(entries))
+        return tuple(parts)
+
+    return toy_specs()
+
+
+def _toy_strategies() -> dict[str, Any]:
+    from hypothesis import strategies as st
+
+    return {"spec": _toy_strategy(), "keywords": st.sampled_from(tuple(KEYWORD_SETS))}
+
+
+REGISTRY.pair(
+    "optim_toy_hypothesis",
+    kind="param_groups",
+    tags=("optimizer",),
+    legacy=legacy_toy_groups,
+    new=new_toy_groups,
+    strategies=_toy_strategies(),
+)
+
+
 # ----------------------------------------------------------------------------- tier B goldens
 
 REGISTRY.golden(
@@ -454,3 +861,17 @@ for _params in (LR_GRID[1], LR_GRID[3]):
     REGISTRY.golden(
         "lrsched_new_curve", kind="lr_curve", tags=("lr_scheduler",), params=_params, producer=new_lr_curve
     )
+REGISTRY.golden(
+    "optim_toy_new_groups",
+    kind="param_groups",
+    tags=("optimizer",),
+    params=TOY_GROUP_PARAMS[2],
+    producer=new_toy_groups,
+)
+REGISTRY.golden(
+    "optim_toy_new_step",
+    kind="checkpoint",
+    tags=("optimizer",),
+    params=TOY_STEP_PARAMS[1],
+    producer=new_toy_stepped,
+)
