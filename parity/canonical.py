@@ -150,7 +150,7 @@ def tensor_leaf(tensor: Any) -> TensorLeaf:
     """Hash one tensor through the platform's byte view; inline it when it is small."""
     platform = _platform()
     dtype = platform.dtype_name(tensor)
-    shape = tuple(int(d) for d in platform.shape(tensor))
+    shape = tuple(int(d) for d in platform.local_shape(tensor))  # this rank's data, as hashed
     digest = hashlib.sha256(platform.raw_bytes(tensor)).hexdigest()
     values = hexes = None
     if math.prod(shape) <= INLINE_MAX_NUMEL:

@@ -14,6 +14,10 @@ every pytest-xdist worker derives the same ids in the same order.
 ``tags`` name what a case covers (the component: ``optimizer``, ``loss``...; or ``e2e``,
 ``legacy``); they select cases (``Registry.select(tags=...)``, ``case_params(registry, tag=...)``,
 ``python -m parity run --tag ...``) and are not part of the id, so they never rename a golden.
+
+``share`` names the cached run a case reads (say ``e2e:hf_text``: every artifact of one trainer
+run): cases with the same ``share`` are scheduled on one pytest-xdist worker, so the run happens
+once; cases without one are spread freely. It is not part of the id either.
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class Case:
     producer: Producer | None = field(default=None, repr=False, compare=False)
     strategies: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
     tags: tuple[str, ...] = field(default=(), compare=False)
+    share: str | None = field(default=None, compare=False)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -124,6 +129,8 @@ class Case:
                 )
         if len(set(self.tags)) != len(self.tags):
             raise ValueError(f"case {self.name!r}: tags {self.tags!r} repeat a tag")
+        if self.share is not None and (not isinstance(self.share, str) or not self.share):
+            raise ValueError(f"case {self.name!r}: share must be a non-empty string, got {self.share!r}")
         clash = sorted({k for k, _ in self.params} & {k for k, _ in self.strategies})
         if clash:
             raise ValueError(f"case {self.name!r}: {clash} are both params and strategies")
@@ -173,6 +180,7 @@ class Registry:
         backends: Sequence[str] = ("torch",),
         strategies: Mapping[str, Any] | None = None,
         tags: tuple[str, ...] = (),
+        share: str | None = None,
     ) -> Case:
         """Register a tier A case: ``legacy(**params, **drawn)`` vs ``new(**params, **drawn)``."""
         return self.add(
@@ -186,6 +194,7 @@ class Registry:
                 new=new,
                 strategies=tuple(sorted((strategies or {}).items())),
                 tags=tags,
+                share=share,
             )
         )
 
@@ -199,6 +208,7 @@ class Registry:
         params: Mapping[str, Any] | None = None,
         backends: Sequence[str] = ("torch",),
         tags: tuple[str, ...] = (),
+        share: str | None = None,
     ) -> Case:
         """Register a tier B case: ``producer(**params)`` against its committed golden file."""
         return self.add(
@@ -210,6 +220,7 @@ class Registry:
                 backends=tuple(backends),
                 producer=producer,
                 tags=tags,
+                share=share,
             )
         )
 

@@ -88,26 +88,22 @@ def case_params(
     ``tag`` keeps the cases that carry it (a component test selects its suite cases this way:
     ``case_params(REGISTRY, tag="optimizer")``); an unknown tag is an error, not an empty list.
 
-    Each case is marked ``xdist_group(<producer module>)``: cases of one suite module often share a
-    cached run (the end-to-end trainer runs, say), so under ``--dist loadgroup`` one worker runs
-    them all instead of every worker repeating the run. Without ``loadgroup`` the mark is inert.
+    A case that reads a cached run shared with other cases (``Case.share``) is marked
+    ``xdist_group(<share>)``: under ``--dist loadgroup`` (the project's default, see pyproject) one
+    worker runs the whole group, so the run happens once; the groups and the unshared cases are
+    spread over the workers. Without ``loadgroup`` the mark is inert.
     """
     return [
         pytest.param(
             case,
             backend,
             id=f"{backend}-{case.id}",
-            marks=pytest.mark.xdist_group(_group(case)),
+            marks=[pytest.mark.xdist_group(case.share)] if case.share else [],
         )
         for case in (registry if tag is None else registry.select(tags=(tag,)))
         for backend in case.backends
         if backends is None or backend in backends
     ]
-
-
-def _group(case: Case) -> str:
-    producer = case.producer if case.producer is not None else case.legacy
-    return getattr(producer, "__module__", None) or "parity"
 
 
 def run_case(

@@ -522,3 +522,16 @@ def resolve_checkpoint(
     raise CheckpointNotFoundError(
         path, "; ".join(rejected) if rejected else "only checkpoint saves that did not finish (.partial.*)"
     )
+
+
+def _forget_background_work() -> None:
+    """In a forked child: the parent's background thread does not exist here, so start afresh
+    (a job queued to the inherited executor would never run, and its wait would hang)."""
+    global _pool, _hashers_lock
+    _pool = None
+    _hashers_lock = threading.Lock()
+    _hashers.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_background_work)

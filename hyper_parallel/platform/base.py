@@ -155,7 +155,11 @@ class Platform(Protocol):
         ...
 
     def shape(self, tensor: Tensor) -> list[int]:
-        """The tensor's shape as a list of ints."""
+        """The tensor's shape as a list of ints (a sharded tensor's global shape)."""
+        ...
+
+    def local_shape(self, tensor: Tensor) -> list[int]:
+        """This rank's part of the tensor, as a list of ints: what ``raw_bytes`` holds."""
         ...
 
     def full_tensor(self, tensor: Tensor) -> Tensor:

@@ -232,6 +232,10 @@ class TorchPlatform:
     def shape(self, tensor: torch.Tensor) -> list[int]:
         return list(tensor.shape)
 
+    def local_shape(self, tensor: torch.Tensor) -> list[int]:
+        """This rank's shape: a DTensor's local shard, matching ``raw_bytes``."""
+        return list(tensor.to_local().shape if hasattr(tensor, "to_local") else tensor.shape)
+
     def to_local_cpu(self, tensor: torch.Tensor) -> torch.Tensor:
         """A detached, contiguous CPU tensor holding this rank's data (DTensor -> local shard)."""
         if hasattr(tensor, "to_local"):

@@ -1,22 +1,37 @@
 """End to end: ``LLMTrainer(args)`` vs ``HyperTrainer`` built from the same YAML (tier A), plus goldens.
 
-Both trainers read ``examples/debug/train.yaml``; the new one through ``legacy_to_trainer_config``.
-Each run trains in a temporary folder and returns every artifact the issue names: the loss and
-grad-norm curves, the param groups, the LR curve, the metric records and the final checkpoint
-(model, optimizer, scheduler, RNG, dataloader, extra state, HF export). The functions are also the
-building blocks of ``tests/trainer/new/test_trainer_parity.py``.
+Both trainers read ``examples/debug/train.yaml`` plus a recipe's overrides; the new one through
+``legacy_to_trainer_config``. The recipes (``RECIPES``) cover every data type and the settings a
+refactor tends to break end to end: rows that pad, prompt masking, uneven token counts per
+micro-batch under gradient accumulation, a non-default seed, a dataset that shrinks or resets the
+step horizon (and so the LR schedule), ``rank_average`` loss aggregation, and a 2-rank run.
+
+Each run trains in a temporary folder and returns every artifact the mission names, each read on
+its own (``ARTIFACTS``): param groups, LR curve, losses, grad norms, the micro-batches each step
+consumed, metric records, the final checkpoint (model, optimizer, scheduler, RNG, dataloader, extra
+state) and the HF export. An artifact that cannot be read becomes an error of its own case only:
+one missing checkpoint file must not turn the loss comparison into an error too.
+
+The functions are also the building blocks of ``tests/trainer/new/test_trainer_parity.py``.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
+import json
+import os
+import subprocess
+import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity import canonical
+from parity import assets, canonical
 from parity.cases import REGISTRY
-from parity.legacy_driver import legacy_args
+from parity.legacy_driver import REPO_ROOT, legacy_args
 from parity.suites.legacy_trainer import _read_checkpoint, _Recorder
 
 _DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
@@ -24,16 +39,148 @@ _DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
 # logged loss is a float64 token mean of per-micro-batch sums).
 _FLOAT32_METRICS = {"grad_norm": "float32"}
 
+ARTIFACTS = (
+    "param_groups",
+    "lr_curve",
+    "losses",
+    "grad_norms",
+    "batches",
+    "metrics",
+    "checkpoint",
+    "hf_export",
+)
+_CURVES = ("losses", "grad_norms", "lr_curve")
 
-def _hf_export(root: Path) -> dict[str, Any] | None:
-    """Tensors and config of the newest step's HF export, or None when there is none."""
-    import json
 
+# ----------------------------------------------------------------------------- recipes
+@dataclass(frozen=True)
+class Recipe:
+    """One training setting both trainers run: YAML overrides (some built from a scratch folder)."""
+
+    name: str
+    why: str
+    overrides: Callable[[Path], tuple[str, ...]]
+    nproc: int = 1
+
+
+def _tokenizer() -> str:
+    return f"--model.tokenizer_path={assets.tokenizer_dir()}"
+
+
+def _dummy(_: Path) -> tuple[str, ...]:
+    return ("--train.max_steps=20", "--train.checkpoint.save_steps=10")
+
+
+def _hf_text(_: Path) -> tuple[str, ...]:
+    # 48 rows (one empty, dropped) at 64 tokens: about half the rows pad, so micro-batches carry
+    # different token counts; 47 // 8 = 5 steps, far below max_steps=50, so the dataset shrinks the
+    # horizon that the warmup ratio and the cosine decay are computed from.
+    return (
+        "--data.type=hf_datasets",
+        f"--data.train_path={assets.text_jsonl()}",
+        _tokenizer(),
+        "--data.train_size=48",
+        "--data.max_seq_len=64",
+        "--train.max_steps=50",
+        "--train.seed=7",
+        "--train.optimizer.lr_warmup_ratio=0.4",
+        "--train.checkpoint.save_steps=5",
+    )
+
+
+def _alpaca(_: Path) -> tuple[str, ...]:
+    # Masked alpaca SFT (template "empty": prompt labels are -100), one row per micro-batch (grad
+    # accumulation 8), rank_average aggregation, constant LR after warmup, no shuffling.
+    return (
+        "--data.type=json_file",
+        f"--data.train_path={assets.alpaca_json()}",
+        _tokenizer(),
+        "--data.max_seq_len=48",
+        "--data.shuffle=false",
+        "--train.micro_batch_size=1",
+        "--train.max_steps=4",
+        "--train.seed=3",
+        "--train.optimizer.loss_aggregation=rank_average",
+        "--train.optimizer.lr_decay_style=constant",
+        "--train.checkpoint.save_steps=4",
+    )
+
+
+def preset_batches(
+    path: Path, *, steps: int = 5, rows: int = 8, seq_len: int = 24, vocab: int = 2048
+) -> Path:
+    """A preset_pt file whose rows mask different prompt lengths: every micro-batch of a step carries
+    a different number of loss tokens (so token weighting and accumulation scaling matter)."""
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    entries = []
+    for _ in range(steps):
+        ids = torch.randint(0, vocab, (rows, seq_len), generator=g)
+        labels = ids.clone()
+        masked = torch.randint(0, seq_len - 2, (rows,), generator=g)
+        for row, k in enumerate(masked.tolist()):
+            labels[row, :k] = -100
+        entries.append({"input_ids": ids, "labels": labels})
+    torch.save(entries, path)
+    return path
+
+
+def _preset(scratch: Path) -> tuple[str, ...]:
+    # 5 steps of data but max_steps=7: preset_pt resets (not shrinks) the horizon, so the LR
+    # schedule runs on 7 steps and training stops when the data ends.
+    return (
+        "--data.type=preset_pt",
+        f"--data.train_path={preset_batches(scratch / 'preset.pt')}",
+        "--data.shuffle=false",
+        "--data.max_seq_len=24",
+        "--train.max_steps=7",
+        "--train.seed=5",
+        "--train.checkpoint.save_steps=5",
+    )
+
+
+def _dp2_padded(_: Path) -> tuple[str, ...]:
+    # Two data-parallel ranks on padded rows of the save_to_disk dataset (64 rows, one empty):
+    # each rank counts its own tokens, the global count is all-reduced.
+    return (
+        "--data.type=hf_datasets",
+        f"--data.train_path={assets.text_disk_dir()}",
+        _tokenizer(),
+        "--data.max_seq_len=64",
+        "--train.max_steps=3",
+        "--train.seed=9",
+        "--train.checkpoint.save_steps=3",
+        "--train.accelerator.dp_shard=-1",
+    )
+
+
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe("dummy", "the debug recipe: dummy data, 20 steps, checkpoints at 10 and 20", _dummy),
+        Recipe("hf_text", "padded text rows, seed 7, dataset shrinks max_steps 50 -> 5", _hf_text),
+        Recipe(
+            "alpaca", "masked alpaca, grad accumulation 8, rank_average, constant LR after warmup", _alpaca
+        ),
+        Recipe("preset", "preset_pt, uneven loss tokens per micro-batch, max_steps reset to 7", _preset),
+        Recipe("dp2_padded", "2 ranks (torchrun), padded rows, per-rank token counts", _dp2_padded, nproc=2),
+    )
+}
+
+
+# ----------------------------------------------------------------------------- artifacts
+class ArtifactError(RuntimeError):
+    """An artifact of a run that could not be read; raised by that artifact's case only."""
+
+
+def _hf_export(root: Path) -> dict[str, Any]:
+    """Tensors and config of the newest step's HF export."""
     from safetensors.torch import load_file
 
     steps = sorted(root.glob("step_*/hf_ckpt"), key=lambda p: int(p.parent.name.split("_")[1]))
     if not steps:
-        return None
+        raise FileNotFoundError(f"no step_*/hf_ckpt folder under {root}")
     folder = steps[-1]
     return {
         "tensors": load_file(folder / "model.safetensors"),
@@ -41,27 +188,55 @@ def _hf_export(root: Path) -> dict[str, Any] | None:
     }
 
 
-def _artifacts(trainer_model, optimizer_groups, losses, grad_norms, lrs, records, ckpt_root: Path) -> dict:
-    out: dict[str, Any] = {
-        "param_groups": canonical.param_groups(optimizer_groups, trainer_model.named_parameters()),
-        "losses": canonical.losses(losses),
-        "grad_norms": canonical.losses(grad_norms, dtype="float32"),
-        "lr_curve": canonical.lr_curve(lrs),
-        "metrics": canonical.metrics(
+def _checkpoint(root: Path) -> dict[str, Any]:
+    if not any(root.glob("step_*")):
+        raise FileNotFoundError(f"no step_* folder under {root}")
+    return _read_checkpoint(root)
+
+
+def _artifacts(
+    trainer_model, optimizer_groups, losses, grad_norms, lrs, batches, records, ckpt_root: Path
+) -> dict:
+    """Every artifact of one run, each read on its own; a failure becomes that artifact's ``ArtifactError``."""
+    readers: dict[str, Callable[[], Any]] = {
+        "param_groups": lambda: canonical.param_groups(optimizer_groups, trainer_model.named_parameters()),
+        "lr_curve": lambda: canonical.lr_curve(lrs),
+        "losses": lambda: canonical.losses(losses),
+        "grad_norms": lambda: canonical.losses(grad_norms, dtype="float32"),
+        "batches": lambda: [canonical.batches(step) for step in batches],
+        "metrics": lambda: canonical.metrics(
             records, deterministic=_DETERMINISTIC_METRICS, float_dtypes=_FLOAT32_METRICS
         ),
+        "checkpoint": lambda: canonical.checkpoint(_checkpoint(ckpt_root)),
+        "hf_export": lambda: canonical.checkpoint(_hf_export(ckpt_root)),
     }
-    if ckpt_root.exists() and any(ckpt_root.glob("step_*")):
-        out["checkpoint"] = canonical.checkpoint(_read_checkpoint(ckpt_root))
-        export = _hf_export(ckpt_root)
-        if export is not None:
-            out["hf_export"] = canonical.checkpoint(export)
+    out: dict[str, Any] = {}
+    for name, read in readers.items():
+        try:
+            out[name] = read()
+        except Exception as exc:  # noqa: BLE001 - reported by the artifact's own case
+            out[name] = ArtifactError(f"{name}: {type(exc).__name__}: {exc}")
     return out
 
 
 def _param_groups_snapshot(groups) -> list[dict]:
     """Param groups as they are before training (lists are copied, params kept by identity)."""
     return [{**g, "params": list(g["params"])} for g in groups]
+
+
+class _Tap:
+    """The step's batch iterator, keeping a copy of each group of micro-batches it hands out."""
+
+    def __init__(self, it, sink: list) -> None:
+        self._it, self._sink = it, sink
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        group = next(self._it)
+        self._sink.append([{k: v.clone() for k, v in mb.items()} for mb in group])
+        return group
 
 
 def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
@@ -75,10 +250,13 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         groups = _param_groups_snapshot(base.optimizer.param_groups)
         recorder = _Recorder()
         lrs: list[float] = []
+        batches: list[list] = []
         recorder.on_step_end = _also(
             recorder.on_step_end, lambda: lrs.append(base.lr_scheduler.get_last_lr()[0])
         )
         trainer.add_callback(recorder)
+        step_fn = base.train_step
+        base.train_step = lambda it: step_fn(_Tap(it, batches))
         trainer.train()
         return _artifacts(
             base.model,
@@ -86,6 +264,7 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
             recorder.losses,
             recorder.grad_norms,
             lrs,
+            batches,
             base.state.log_history,
             Path(tmp, "ckpt"),
         )
@@ -100,11 +279,11 @@ def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         args = legacy_args(f"--train.checkpoint.output_dir={tmp}/ckpt", *overrides)
         trainer: HyperTrainer = legacy_to_trainer_config(args).build()
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
-        losses, grad_norms, lrs = [], [], []
+        losses, grad_norms, lrs, batches = [], [], [], []
         step_fn = trainer.train_step
 
         def recording_step(it):
-            out = step_fn(it)
+            out = step_fn(_Tap(it, batches))
             losses.append(out["loss"])
             grad_norms.append(out["grad_norm"])
             lrs.append(trainer.lr_scheduler.get_last_lr()[0])
@@ -113,7 +292,14 @@ def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         trainer.train_step = recording_step
         trainer.train()
         return _artifacts(
-            trainer.model, groups, losses, grad_norms, lrs, trainer.state.log_history, Path(tmp, "ckpt")
+            trainer.model,
+            groups,
+            losses,
+            grad_norms,
+            lrs,
+            batches,
+            trainer.state.log_history,
+            Path(tmp, "ckpt"),
         )
 
 
@@ -144,49 +330,208 @@ class _workdir:
             self._tmp.cleanup()
 
 
-# The case producers: one cached run per side (both tier A cases of a side read the same run).
-@functools.cache
-def _legacy_recipe(steps: int, save_steps: int) -> dict[str, Any]:
-    return run_legacy(f"--train.max_steps={steps}", f"--train.checkpoint.save_steps={save_steps}")
+# ----------------------------------------------------------------------------- running a recipe
+_SIDES = {"legacy": run_legacy, "new": run_new}
 
 
+def run_recipe(recipe: str, sides: tuple[str, ...] = ("legacy", "new")) -> dict[str, dict[str, Any]]:
+    """``{side: artifacts}`` of one recipe: in this process, or in one torchrun launch for a
+    multi-rank recipe (both sides in the same workers, one after the other).
+
+    A multi-rank recipe's artifacts are ``{artifact: {"rank0": ..., "rank1": ...}}``, so every rank's
+    curves and batches are compared (checkpoint and export are the coordinator's: rank 0 only).
+    """
+    spec = RECIPES[recipe]
+    with tempfile.TemporaryDirectory(prefix=f"parity-{recipe}-") as tmp:
+        overrides = spec.overrides(Path(tmp))
+        if spec.nproc == 1:
+            return {side: _SIDES[side](*overrides) for side in sides}
+        return _run_multirank(sides, spec, Path(tmp), overrides)
+
+
+def _run_multirank(
+    sides: tuple[str, ...], spec: Recipe, scratch: Path, overrides: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
+    """Each side in its own ``spec.nproc``-rank world; ``{side: {artifact: {"rank<r>": ...}}}``.
+
+    Ranks are forked from this process (its imports are done: a world starts in well under a
+    second, where a torchrun launch spends seconds importing) with a fresh rendezvous port per
+    side, so no two worlds share a store. ``PARITY_MULTIRANK_LAUNCH=torchrun`` (or a platform
+    without ``fork``) launches ``torch.distributed.run`` instead.
+    """
+    for side in sides:
+        if os.environ.get("PARITY_MULTIRANK_LAUNCH", "fork") == "fork" and hasattr(os, "fork"):
+            _launch_forked(side, spec, scratch, overrides)
+        else:
+            _launch_torchrun(side, spec, scratch, overrides)
+    runs: dict[str, dict[str, Any]] = {}
+    for side in sides:
+        out: dict[str, Any] = {}
+        for rank in range(spec.nproc):
+            dumped = json.loads((scratch / f"{side}_rank{rank}.json").read_text())
+            for name in ARTIFACTS:
+                if rank > 0 and name in ("checkpoint", "hf_export"):
+                    continue
+                entry = dumped[name]
+                value = (
+                    ArtifactError(entry["error"]) if "error" in entry else canonical.from_json(entry["value"])
+                )
+                out.setdefault(name, {})[f"rank{rank}"] = value
+        for name, ranks in out.items():
+            errors = [v for v in ranks.values() if isinstance(v, ArtifactError)]
+            if errors:
+                out[name] = errors[0]
+        runs[side] = out
+    return runs
+
+
+_RENDEZVOUS_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _launch_forked(
+    side: str, spec: Recipe, scratch: Path, overrides: tuple[str, ...], timeout: float = 300
+) -> None:
+    import signal
+    import socket
+    import time
+
+    from parity.suites._e2e_worker import run_side
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # Garbage of earlier runs (process groups among it) is collected here, where its threads live,
+    # and whatever survives is frozen: a child that collected an inherited gloo group would join
+    # threads that do not exist in it, and hang.
+    gc.collect()
+    gc.freeze()
+    pids: dict[int, int] = {}
+    for rank in range(spec.nproc):
+        log = scratch / f"{side}_rank{rank}.log"
+        pid = os.fork()
+        if pid == 0:  # the rank: never returns into the parent's code
+            code = 1
+            try:
+                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                os.environ.pop("HYPER_PARALLEL_SELF_WORLD", None)
+                os.environ.update(
+                    RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(spec.nproc),
+                    LOCAL_WORLD_SIZE=str(spec.nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                )  # fmt: skip
+                run_side(side, scratch, overrides)
+                code = 0
+            except BaseException:  # noqa: BLE001 - reported through the log and the exit code
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        pids[pid] = rank
+    gc.unfreeze()
+    deadline = time.monotonic() + timeout
+    failed: list[int] = []
+    while pids:
+        pid, status = os.waitpid(-1, os.WNOHANG) if time.monotonic() < deadline else (0, 0)
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                for other in pids:
+                    os.kill(other, signal.SIGKILL)
+                    os.waitpid(other, 0)
+                raise RuntimeError(
+                    f"recipe {spec.name!r} ({side}): ranks still running after {timeout:.0f} s"
+                )
+            time.sleep(0.02)
+            continue
+        if pid not in pids:
+            continue
+        rank = pids.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0:
+            failed.append(rank)
+            for other in pids:  # the others would wait for it in a collective
+                os.kill(other, signal.SIGKILL)
+    if failed:
+        rank = failed[0]
+        tail = "\n".join((scratch / f"{side}_rank{rank}.log").read_text(errors="replace").splitlines()[-15:])
+        raise RuntimeError(f"recipe {spec.name!r} ({side}): rank {rank} failed:\n{tail}")
+
+
+def _launch_torchrun(side: str, spec: Recipe, scratch: Path, overrides: tuple[str, ...]) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": _pythonpath()}
+    for name in (*_RENDEZVOUS_VARS, "HYPER_PARALLEL_SELF_WORLD"):
+        env.pop(name, None)
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={spec.nproc}",
+        "-m", "parity.suites._e2e_worker", side, str(scratch), *overrides,
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise RuntimeError(f"torchrun of recipe {spec.name!r} ({side}) exited {proc.returncode}:\n{tail}")
+
+
+def _pythonpath() -> str:
+    """The project root first, so a torchrun worker imports the same tree as this process."""
+    root = str(REPO_ROOT)
+    rest = os.environ.get("PYTHONPATH", "")
+    return root + (os.pathsep + rest if rest else "")
+
+
+# ----------------------------------------------------------------------------- case producers
 @functools.cache
-def _new_recipe(steps: int, save_steps: int) -> dict[str, Any]:
-    return run_new(f"--train.max_steps={steps}", f"--train.checkpoint.save_steps={save_steps}")
+def _recipe_run(recipe: str, sides: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    return run_recipe(recipe, sides)
+
+
+def _run(side: str, recipe: str) -> dict[str, Any]:
+    """One side of a recipe, run once per process: a multi-rank recipe runs both sides in one launch."""
+    if RECIPES[recipe].nproc > 1:
+        return _recipe_run(recipe, ("legacy", "new"))[side]
+    return _recipe_run(recipe, (side,))[side]
 
 
 def _pick(run: dict[str, Any], artifact: str) -> Any:
-    return {artifact: run[artifact]}
+    value = run[artifact]
+    if isinstance(value, ArtifactError):
+        raise value
+    return {artifact: value}
 
 
-def legacy_side(*, steps: int, save_steps: int, artifact: str) -> dict[str, Any]:
-    return _pick(_legacy_recipe(steps, save_steps), artifact)
+def legacy_side(*, recipe: str, artifact: str) -> dict[str, Any]:
+    return _pick(_run("legacy", recipe), artifact)
 
 
-def new_side(*, steps: int, save_steps: int, artifact: str) -> dict[str, Any]:
-    return _pick(_new_recipe(steps, save_steps), artifact)
+def new_side(*, recipe: str, artifact: str) -> dict[str, Any]:
+    return _pick(_run("new", recipe), artifact)
 
 
-def new_curve(*, steps: int, save_steps: int) -> dict[str, Any]:
-    run = _new_recipe(steps, save_steps)
-    return {"losses": run["losses"], "grad_norms": run["grad_norms"], "lr_curve": run["lr_curve"]}
+def new_curve(*, recipe: str) -> dict[str, Any]:
+    """Tier B: the new side's curves (and the batches it trained on) for one recipe."""
+    run = _run("new", recipe)
+    return {name: _pick(run, name)[name] for name in (*_CURVES, "batches")}
 
 
-for _artifact in ("param_groups", "losses", "grad_norms", "lr_curve", "metrics", "checkpoint", "hf_export"):
-    REGISTRY.pair(
-        "trainer_e2e",
-        kind="e2e",
+for _recipe in RECIPES:
+    for _artifact in ARTIFACTS:
+        REGISTRY.pair(
+            "trainer_e2e",
+            kind="e2e",
+            tags=("e2e",),
+            seed=42,
+            params={"recipe": _recipe, "artifact": _artifact},
+            legacy=legacy_side,
+            new=new_side,
+            share=f"e2e:{_recipe}",
+        )
+    REGISTRY.golden(
+        "hyper_trainer_curve",
+        kind="train_curve",
         tags=("e2e",),
         seed=42,
-        params={"steps": 20, "save_steps": 10, "artifact": _artifact},
-        legacy=legacy_side,
-        new=new_side,
+        params={"recipe": _recipe},
+        producer=new_curve,
+        share=f"e2e:{_recipe}",
     )
-REGISTRY.golden(
-    "hyper_trainer_debug_curve",
-    kind="train_curve",
-    tags=("e2e",),
-    seed=42,
-    params={"steps": 20, "save_steps": 10},
-    producer=new_curve,
-)
