@@ -109,8 +109,8 @@ def _alpaca(_: Path) -> tuple[str, ...]:
 def preset_batches(
     path: Path, *, steps: int = 5, rows: int = 8, seq_len: int = 24, vocab: int = 2048
 ) -> Path:
-    """A preset_pt file whose rows mask different prompt lengths: every micro-batch of a step carries
-    a different number of loss tokens (so token weighting and accumulation scaling matter)."""
+    """A preset_pt file whose rows mask prompts of different lengths (some none): the micro-batches of
+    a step carry different numbers of loss tokens (so token weighting and accumulation scaling matter)."""
     import torch
 
     g = torch.Generator().manual_seed(11)
@@ -118,7 +118,9 @@ def preset_batches(
     for _ in range(steps):
         ids = torch.randint(0, vocab, (rows, seq_len), generator=g)
         labels = ids.clone()
-        masked = torch.randint(0, seq_len - 2, (rows,), generator=g)
+        # A masked prefix of 0 to seq_len - 7 tokens: about a third of the rows are not masked at
+        # all, so counting loss tokens on shifted labels changes some micro-batches' weights.
+        masked = (torch.randint(0, seq_len, (rows,), generator=g) - 6).clamp(min=0)
         for row, k in enumerate(masked.tolist()):
             labels[row, :k] = -100
         entries.append({"input_ids": ids, "labels": labels})
