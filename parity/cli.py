@@ -32,7 +32,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from parity import golden, numerics
+from parity import golden, numerics, parallel
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
 from parity.report import load_reports
@@ -98,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     profile(p_run)
     p_run.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where JSON reports go")
     p_run.add_argument("--hypothesis-blob", default=None, help="replay one example of a hypothesis case")
+    p_run.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        help="worker processes (default: $PARITY_JOBS, else one per core, at most 8); "
+        "cases that share a cached run stay on one worker",
+    )
     p_update = sub.add_parser("update", help="regenerate tier B goldens (serially) and show their diffs")
     selection(p_update)
     profile(p_update)
@@ -225,6 +233,16 @@ def _engine(args: argparse.Namespace, registry: Registry, report_dir: Path | Non
     )
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _progress(console: Console) -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -262,13 +280,21 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
     engine = _engine(args, registry, args.report_dir)
     jobs = _jobs(args, registry, cases)
     engine._key_or_unknown()  # load the framework once, outside the per-case timings
-    outcomes: list[Outcome] = []
+    try:
+        workers = 1 if args.hypothesis_blob else args.jobs or parallel.default_workers()
+    except ValueError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        return 2
     with _progress(console) as progress:
         task = progress.add_task("parity run", total=len(jobs))
-        for case, backend in jobs:
-            progress.update(task, description=f"{backend} {case.id}")
-            outcomes.append(engine.check(case, backend, hypothesis_blob=args.hypothesis_blob))
-            progress.advance(task)
+        outcomes = parallel.run_cases(
+            engine,
+            jobs,
+            workers,
+            on_start=lambda job: progress.update(task, description=f"{job[1]} {job[0].id}"),
+            on_done=lambda _outcome: progress.advance(task),
+            hypothesis_blob=args.hypothesis_blob,
+        )
     _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
     for outcome in outcomes:
         if outcome.status in ("fail", "error"):

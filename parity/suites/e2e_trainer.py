@@ -102,6 +102,7 @@ def _alpaca(_: Path) -> tuple[str, ...]:
         "--train.seed=3",
         "--train.optimizer.loss_aggregation=rank_average",
         "--train.optimizer.lr_decay_style=constant",
+        "--model.freeze_modules=[layers.1.mlp]",
         "--train.checkpoint.save_steps=4",
     )
 
@@ -130,13 +131,14 @@ def preset_batches(
 
 def _preset(scratch: Path) -> tuple[str, ...]:
     # 5 steps of data but max_steps=7: preset_pt resets (not shrinks) the horizon, so the LR
-    # schedule runs on 7 steps and training stops when the data ends.
+    # schedule runs on 7 steps; a second epoch replays the data for the last 2 steps.
     return (
         "--data.type=preset_pt",
         f"--data.train_path={preset_batches(scratch / 'preset.pt')}",
         "--data.shuffle=false",
         "--data.max_seq_len=24",
         "--train.max_steps=7",
+        "--train.num_train_epochs=2",
         "--train.seed=5",
         "--train.checkpoint.save_steps=5",
     )
@@ -165,8 +167,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe(
             "alpaca", "masked alpaca, grad accumulation 8, rank_average, constant LR after warmup", _alpaca
         ),
-        Recipe("preset", "preset_pt, uneven loss tokens per micro-batch, max_steps reset to 7", _preset),
-        Recipe("dp2_padded", "2 ranks (torchrun), padded rows, per-rank token counts", _dp2_padded, nproc=2),
+        Recipe("preset", "preset_pt, uneven loss tokens, max_steps reset to 7, two epochs", _preset),
+        Recipe("dp2_padded", "2 ranks, padded rows, per-rank token counts", _dp2_padded, nproc=2),
     )
 }
 

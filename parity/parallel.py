@@ -1,0 +1,169 @@
+"""Run the cases of one ``parity run`` in several forked worker processes.
+
+Cases that read one cached run (same ``Case.share``: every artifact of one trainer run, say) go to
+the same worker as one unit, so the run happens once; shared groups start first (they are the
+long ones), then the single cases, each worker taking the next unit when it is free. Workers are
+forked after the parent has loaded the framework and the registry, so starting one costs nothing
+and every worker runs the same code under the same CPU profile (one intra-op thread each).
+
+Outcomes come back in registry order whatever the schedule; each case's result does not depend
+on the worker that ran it (every case is seeded on its own, and a shared run seeds itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import multiprocessing as mp
+import os
+import queue
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from parity.cases import Case
+from parity.engine import Engine, Outcome
+
+__all__ = ["default_workers", "run_cases", "schedule"]
+
+Job = tuple[Case, str]
+
+
+def default_workers() -> int:
+    """One worker per usable core (``PARITY_JOBS`` overrides), at most 8."""
+    value = os.environ.get("PARITY_JOBS", "").strip()
+    if value:
+        try:
+            count = int(value)
+        except ValueError:
+            raise ValueError(f"PARITY_JOBS={value!r}: expected a positive integer") from None
+        if count < 1:
+            raise ValueError(f"PARITY_JOBS={value!r}: expected a positive integer")
+        return count
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def schedule(jobs: Sequence[Job]) -> list[list[int]]:
+    """Units of work as lists of job indices: one per ``(share, backend)``, then one per other job."""
+    shared: dict[tuple[str, str], list[int]] = {}
+    single: list[list[int]] = []
+    for index, (case, backend) in enumerate(jobs):
+        if case.share:
+            shared.setdefault((case.share, backend), []).append(index)
+        else:
+            single.append([index])
+    return [*shared.values(), *single]
+
+
+def run_cases(
+    engine: Engine,
+    jobs: Sequence[Job],
+    workers: int,
+    *,
+    on_start: Callable[[Job], None] | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+    hypothesis_blob: str | None = None,
+) -> list[Outcome]:
+    """Every job's outcome, in the order of ``jobs``; in this process when one worker is enough."""
+    units = schedule(jobs)
+    workers = min(workers, len(units))
+    if workers <= 1 or not hasattr(os, "fork"):
+        outcomes = []
+        for job in jobs:
+            if on_start is not None:
+                on_start(job)
+            outcome = engine.check(*job, hypothesis_blob=hypothesis_blob)
+            if on_done is not None:
+                on_done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+
+    context = mp.get_context("fork")
+    tasks: Any = context.SimpleQueue()
+    results: Any = context.Queue()
+    for unit in units:
+        tasks.put(unit)
+    for _ in range(workers):
+        tasks.put(None)
+    # Nothing the children inherit may be collected there (a framework object's destructor can
+    # wait for threads that exist only in this process).
+    gc.collect()
+    gc.freeze()
+    procs = [
+        context.Process(
+            target=_worker, args=(engine, list(jobs), tasks, results, hypothesis_blob), daemon=True
+        )
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    gc.unfreeze()
+
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    remaining, alive = len(jobs), workers
+    while remaining and alive:
+        try:
+            kind, index, payload = results.get(timeout=1.0)
+        except queue.Empty:
+            alive = sum(p.is_alive() for p in procs)  # a killed worker never says goodbye
+            continue
+        if kind == "exit":
+            alive -= 1
+        elif kind == "start":
+            if on_start is not None:
+                on_start(jobs[index])
+        else:
+            outcome = _restore(payload, jobs[index][0])
+            outcomes[index] = outcome
+            remaining -= 1
+            if on_done is not None:
+                on_done(outcome)
+    for proc in procs:
+        proc.join(timeout=30)
+    for index, outcome in enumerate(outcomes):
+        if outcome is None:  # a worker died under this case (killed, out of memory)
+            case, backend = jobs[index]
+            outcomes[index] = Outcome(
+                case=case,
+                backend=backend,
+                platform=engine.platform_key(),
+                status="error",
+                message=f"PARITY ERROR  case={case.id}  backend={backend}: its worker process died "
+                f"(exit codes {[p.exitcode for p in procs]}); rerun it alone with --id {case.id}",
+            )
+    return outcomes  # type: ignore[return-value]
+
+
+def _worker(engine: Engine, jobs: list[Job], tasks: Any, results: Any, hypothesis_blob: str | None) -> None:
+    try:
+        while (unit := tasks.get()) is not None:
+            for index in unit:
+                results.put(("start", index, None))
+                try:
+                    outcome = engine.check(*jobs[index], hypothesis_blob=hypothesis_blob)
+                except BaseException:  # noqa: BLE001 - the engine catches case errors; this is a bug
+                    case, backend = jobs[index]
+                    outcome = Outcome(
+                        case=case,
+                        backend=backend,
+                        platform=engine.platform_key(),
+                        status="error",
+                        message=f"PARITY ERROR  case={case.id}  backend={backend}:\n{traceback.format_exc()}",
+                    )
+                results.put(("done", index, _portable(outcome)))
+    finally:
+        results.put(("exit", -1, None))
+
+
+def _portable(outcome: Outcome) -> dict[str, Any]:
+    """The outcome without its case (producers need not pickle): the parent puts its own back."""
+    fields = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome) if f.name != "case"}
+    return fields
+
+
+def _restore(fields: dict[str, Any], case: Case) -> Outcome:
+    return Outcome(case=case, **fields)
