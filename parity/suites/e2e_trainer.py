@@ -214,7 +214,8 @@ def _artifacts(
         "checkpoint": lambda: canonical.checkpoint(_checkpoint(ckpt_root)),
         "hf_export": lambda: canonical.checkpoint(_hf_export(ckpt_root)),
     }
-    out: dict[str, Any] = {}
+    # The raw curves and records too, for the legacy goldens that read the same run.
+    out: dict[str, Any] = {"raw": {"losses": losses, "grad_norms": grad_norms, "log_history": list(records)}}
     for name, read in readers.items():
         try:
             out[name] = read()
@@ -495,6 +496,12 @@ def _run(side: str, recipe: str) -> dict[str, Any]:
     if RECIPES[recipe].nproc > 1:
         return _recipe_run(recipe, ("legacy", "new"))[side]
     return _recipe_run(recipe, (side,))[side]
+
+
+def legacy_debug_run() -> dict[str, Any]:
+    """The legacy side of the ``dummy`` recipe (the debug YAML as it is): raw losses, grad norms
+    and log history, for ``parity.suites.legacy_trainer``'s goldens (one run serves both)."""
+    return _run("legacy", "dummy")["raw"]
 
 
 def _pick(run: dict[str, Any], artifact: str) -> Any:

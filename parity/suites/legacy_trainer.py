@@ -7,7 +7,6 @@ still agree. Every producer is explicitly seeded and writes only into a temporar
 
 from __future__ import annotations
 
-import functools
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -89,9 +88,12 @@ def _read_checkpoint(root: Path) -> dict[str, Any]:
     return out
 
 
-@functools.cache
 def _debug_run() -> dict[str, Any]:
-    return run_recipe("--train.checkpoint.save_steps=0")
+    # The end-to-end suite's legacy run of the same recipe (checkpoints on, which changes no
+    # numerics): one 20-step run for its pairs and these goldens.
+    from parity.suites.e2e_trainer import legacy_debug_run
+
+    return legacy_debug_run()
 
 
 # ----------------------------------------------------------------------------- producers
@@ -191,10 +193,20 @@ def checkpoint_after(*, steps: int) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- registration
 
 REGISTRY.golden(
-    "legacy_debug_recipe_curve", kind="train_curve", tags=("legacy",), seed=42, producer=recipe_curve
+    "legacy_debug_recipe_curve",
+    kind="train_curve",
+    tags=("legacy",),
+    seed=42,
+    producer=recipe_curve,
+    share="e2e:dummy",
 )
 REGISTRY.golden(
-    "legacy_debug_recipe_metric_keys", kind="metrics", tags=("legacy",), seed=42, producer=recipe_metric_keys
+    "legacy_debug_recipe_metric_keys",
+    kind="metrics",
+    tags=("legacy",),
+    seed=42,
+    producer=recipe_metric_keys,
+    share="e2e:dummy",
 )
 REGISTRY.golden(
     "legacy_debug_param_groups",
