@@ -1,4 +1,4 @@
-"""nox sessions: ``tests``, ``parity(backend)`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``.
+"""nox sessions: ``tests``, ``parity(backend)`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``.
 
 Each session installs the project with its ``dev`` extra into its own venv (torch comes pinned by
 pyproject as ``torch==2.13.0``); venvs are reused between runs, so only the first run installs.
@@ -8,6 +8,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s tests             # pytest -n auto (slow tests excluded; see `nox -s slow`)
     nox -s parity_update     # regenerate goldens, serially, printing their diffs
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
+    nox -s selfcheck         # plant the divergences of parity/plants.py; how many does the suite catch?
 """
 
 from __future__ import annotations
@@ -69,6 +70,20 @@ def parity_update(session: nox.Session) -> None:
     _install_project(session)
     session.run(
         "python", "-m", "parity", "update", "--backend", "torch", *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
+    )  # fmt: skip
+
+
+@nox.session(reuse_venv=True)
+def selfcheck(session: nox.Session) -> None:
+    """``python -m parity selfcheck``: plant each divergence, run the suite, report the catch rate.
+
+    Not a default session (tens of minutes on 2 cores). ``nox -s selfcheck -- --plant NAME`` runs
+    one plant; arguments after a second ``--`` go to every ``parity run``.
+    """
+    _install_project(session)
+    session.run(
+        "python", "-m", "parity", "selfcheck", *session.posargs,
         env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
     )  # fmt: skip
 

@@ -32,7 +32,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from parity import golden, numerics, parallel
+from parity import golden, numerics, parallel, selfcheck_runner
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
 from parity.report import load_reports
@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     profile(p_env)
     p_env.add_argument("--backend", default=None, choices=SUPPORTED_BACKENDS, help="framework to describe")
     p_env.add_argument("--json", action="store_true", help="print the fingerprint as JSON")
+    p_self = sub.add_parser("selfcheck", help="plant divergences and measure how many the suite catches")
+    selfcheck_runner.add_arguments(p_self)
     return parser
 
 
@@ -138,6 +140,8 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     if args.command == "report":
         return _report(args, console)
+    if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
+        return selfcheck_runner.main(args, console)
     backends = args.backends if args.command != "env" else [args.backend] if args.backend else []
     if len(backends) == 1:
         # Pick the platform before anything loads it (unset, the platform layer tries mindspore first).

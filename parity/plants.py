@@ -1,0 +1,1416 @@
+"""Planted divergences: the catalogue that ``python -m parity selfcheck`` measures the suite with.
+
+A green ``python -m parity run`` should mean "no divergence a refactor could plausibly introduce".
+Each :class:`Plant` below is one such divergence, written as a single-edit text patch: in
+``file`` (repo-relative), the snippet ``old`` (it must occur exactly once) becomes ``new``. The
+self-check (``parity.selfcheck_runner``) copies the project, applies one plant, runs the suite
+there and records which cases went red.
+
+``expected`` says what a good suite does with it:
+
+- ``caught``: the suite must go red (a real divergence between the two paths, or a change of
+  both paths that a tier B golden pins);
+- ``inert``: the edit changes no bit of anything the suite compares (a reordering of independent
+  statements, an equivalent expression, a check-only step removed); the suite must stay green,
+  else it raises false alarms.
+
+``side`` says which path the edit moves: ``new`` (a component, ``HyperTrainer``, the legacy ->
+new mapping or the platform the components call: the most valuable plants), ``legacy`` (someone
+"fixing" the legacy trainer), ``shared`` (the model, datasets and helpers both paths use: only
+tier B goldens can catch those). ``needs`` names the case that catches it (or would, for a plant
+that survives today): it is what the report prints next to a survivor.
+
+Adding a plant: append a ``_plant(...)`` to ``PLANTS`` (anchor ``old`` on stable code, a line or
+a few, exactly once in the file), then run ``python -m parity selfcheck --plant <name>``;
+``tests/parity/test_parity_selfcheck.py`` checks that every snippet still applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CATEGORIES",
+    "EXPECTATIONS",
+    "PLANTS",
+    "SIDES",
+    "Plant",
+    "PlantError",
+    "catalogue_problems",
+    "select",
+]
+
+EXPECTATIONS = ("caught", "inert")
+SIDES = ("new", "legacy", "shared")
+# hazard: architecture.md section 4's list; a component name: a field of its Config or its
+# behaviour; trainer-init / train-step: HyperTrainer; legacy: a legacy builder or callback;
+# shared: code both paths run; mapping: the legacy YAML -> HyperTrainer.Config table.
+CATEGORIES = (
+    "hazard",
+    "optimizer",
+    "lr_scheduler",
+    "loss",
+    "tokenizer",
+    "dataloader",
+    "checkpoint",
+    "profiler",
+    "metrics",
+    "mapping",
+    "trainer-init",
+    "train-step",
+    "legacy",
+    "shared",
+)
+
+
+class PlantError(ValueError):
+    """A plant that cannot be applied (its snippet is missing or ambiguous); one line."""
+
+
+@dataclass(frozen=True)
+class Plant:
+    """One planted divergence: in ``file``, the only occurrence of ``old`` becomes ``new``."""
+
+    name: str
+    category: str
+    side: str
+    file: str
+    old: str
+    new: str
+    models: str
+    expected: str = "caught"
+    needs: str = ""
+
+    def apply_text(self, text: str) -> str:
+        """``text`` with the plant applied; ``PlantError`` unless ``old`` occurs exactly once."""
+        count = text.count(self.old)
+        if count != 1:
+            where = "is not found" if count == 0 else f"occurs {count} times"
+            raise PlantError(
+                f"plant {self.name}: its old snippet {where} in {self.file} (expected exactly once); "
+                "re-anchor it on the current code"
+            )
+        return text.replace(self.old, self.new, 1)
+
+    def apply(self, root: str | Path) -> Path:
+        """Patch ``root / file`` in place; returns the patched path."""
+        path = Path(root) / self.file
+        if not path.is_file():
+            raise PlantError(f"plant {self.name}: {self.file} does not exist under {root}")
+        path.write_text(self.apply_text(path.read_text(encoding="utf-8")), encoding="utf-8")
+        return path
+
+
+def _plant(
+    name: str,
+    category: str,
+    side: str,
+    file: str,
+    old: str,
+    new: str,
+    models: str,
+    *,
+    expected: str = "caught",
+    needs: str = "",
+) -> Plant:
+    return Plant(name, category, side, file, old, new, models, expected, needs)
+
+
+OPT = "hyper_parallel/components/optimizer.py"
+LRS = "hyper_parallel/components/lr_scheduler.py"
+LOSS = "hyper_parallel/components/loss.py"
+TOK = "hyper_parallel/components/tokenizer.py"
+DL = "hyper_parallel/components/dataloader.py"
+CKPT = "hyper_parallel/components/checkpoint.py"
+PROF = "hyper_parallel/components/profiler.py"
+MET = "hyper_parallel/components/metrics.py"
+HT = "hyper_parallel/trainer/hyper_trainer.py"
+MAP = "hyper_parallel/trainer/legacy_mapping.py"
+BASE = "hyper_parallel/trainer/base.py"
+LLM = "hyper_parallel/trainer/llm_trainer.py"
+MODEL = "hyper_parallel/models/qwen3_5/model.py"
+
+PLANTS: tuple[Plant, ...] = (
+    # ------------------------------------------------------------------ hazards (architecture.md 4)
+    _plant(
+        "hazard_warmup_horizon_from_yaml",
+        "hazard",
+        "new",
+        HT,
+        "optimizers=self.optimizer, training_steps=self.state.max_steps",
+        "optimizers=self.optimizer, training_steps=self.config.training.steps",
+        "LR warmup and cosine horizon from the YAML max_steps, not the one the dataset changed",
+        needs="an e2e pair on hf/json or preset_pt data, where the dataset changes max_steps",
+    ),
+    _plant(
+        "hazard_max_steps_not_from_dataset",
+        "hazard",
+        "new",
+        HT,
+        "self.state.max_steps = int(self.dataloader.training_steps)",
+        "self.state.max_steps = int(training.steps)",
+        "the trainer ignores the dataloader's changed training_steps (hf shrink, preset_pt reset)",
+        needs="an e2e pair on hf/json data whose rows give fewer steps than train.max_steps",
+    ),
+    _plant(
+        "hazard_hf_shrink_dropped",
+        "hazard",
+        "new",
+        DL,
+        "        self.training_steps = steps\n",
+        "        self.training_steps = training_steps\n",
+        "the HF dataloader does not shrink max_steps to the full global batches the data holds",
+        needs="dataloader_hf_text (training_steps 100 -> 24)",
+    ),
+    _plant(
+        "hazard_legacy_warmup_from_yaml",
+        "hazard",
+        "legacy",
+        BASE,
+        "        total = self.state.max_steps\n",
+        "        total = self.args.train.max_steps\n",
+        "legacy 'fix': the LR horizon read from the YAML instead of the dataset-changed state",
+        needs="lrsched_dataset_shrunk (preset_pt resets state.max_steps to the YAML value anyway)",
+    ),
+    _plant(
+        "hazard_foreach_default_on",
+        "hazard",
+        "new",
+        OPT,
+        '"foreach": cfg.foreach,',
+        '"foreach": True if cfg.foreach is None else cfg.foreach,',
+        "foreach defaulted on in the component (absent from the legacy schema, which passes None)",
+        needs="optim_groups (the foreach hyperparameter of each group)",
+    ),
+    _plant(
+        "hazard_legacy_foreach_pinned",
+        "hazard",
+        "legacy",
+        BASE,
+        "eps=eps, foreach=None",
+        "eps=eps, foreach=False",
+        "legacy 'fix': foreach pinned to the for-loop implementation",
+        needs="optim_groups, trainer_e2e param_groups",
+    ),
+    _plant(
+        "hazard_tied_counted_twice",
+        "hazard",
+        "new",
+        OPT,
+        "for name, param in part.named_parameters():\n            if not param.requires_grad or id(param) in seen:",
+        "for name, param in part.named_parameters(remove_duplicate=False):\n            if not param.requires_grad:",
+        "a tied parameter (lm_head = embed_tokens) grouped twice, once per name",
+        needs="optim_groups on the tied debug model",
+    ),
+    _plant(
+        "hazard_shared_param_counted_twice",
+        "hazard",
+        "new",
+        OPT,
+        "if not param.requires_grad or id(param) in seen:",
+        "if not param.requires_grad:",
+        "the seen-set dropped: a parameter shared between model parts is grouped once per part",
+        needs="an optimizer-grouping pair over several model parts sharing a parameter",
+    ),
+    _plant(
+        "hazard_legacy_tied_counted_twice",
+        "hazard",
+        "legacy",
+        BASE,
+        "for name, param in self.model.named_parameters():\n            if not param.requires_grad or id(param) in seen:",
+        "for name, param in self.model.named_parameters(remove_duplicate=False):\n"
+        "            if not param.requires_grad:",
+        "legacy grouping lists the tied parameter under both of its names",
+        needs="optim_groups, legacy_debug_param_groups",
+    ),
+    _plant(
+        "hazard_first_step_nonzero_lr",
+        "hazard",
+        "new",
+        LRS,
+        "return step / max(1, warmup)",
+        "return (step + 1) / max(1, warmup)",
+        "warmup off by one: the first step runs at lr/W instead of lr 0",
+        needs="lrsched_grid",
+    ),
+    _plant(
+        "hazard_tokens_counted_shifted",
+        "hazard",
+        "new",
+        LOSS,
+        "return int((labels != ignore_index).sum())",
+        "return int((shift_labels(labels, ignore_index) != ignore_index).sum())",
+        "loss tokens counted on the shifted labels (the model shifts, the legacy count does not)",
+        needs="an e2e pair on data with ignored or padded labels (dummy data gives every micro-batch the same count)",
+    ),
+    _plant(
+        "hazard_legacy_tokens_counted_shifted",
+        "hazard",
+        "legacy",
+        "hyper_parallel/trainer/utils/loss.py",
+        "return int((labels != IGNORE_INDEX).sum())",
+        "return int((labels[..., 1:] != IGNORE_INDEX).sum())",
+        "legacy 'fix': tokens counted on the labels the model actually scores (shifted)",
+        needs="an e2e pair on data with ignored or padded labels (dummy data gives every micro-batch the same count)",
+    ),
+    _plant(
+        "hazard_dp_rank_modulo",
+        "hazard",
+        "new",
+        DL,
+        "return global_rank // non_dp_size",
+        "return global_rank % non_dp_size",
+        "dp rank taken as the rank inside the tp*cp*pp*ep group instead of rank // (tp*cp*pp*ep)",
+        needs="dataloader_dummy_golden (world 4, tp 2, rank 2), dataloader_hf_text (world 2, rank 1)",
+    ),
+    _plant(
+        "hazard_dp_rank_global_rank",
+        "hazard",
+        "new",
+        HT,
+        "dp_rank=data_parallel_rank(get_platform().get_rank(), self.parallel_dims.non_dp_size),",
+        "dp_rank=get_platform().get_rank(),",
+        "the trainer gives the dataloader the global rank as dp rank",
+        needs="a multi-rank e2e pair with tp/cp/ep > 1 (or a trainer-level dp-rank case)",
+    ),
+    _plant(
+        "hazard_legacy_dp_rank_by_dp_size",
+        "hazard",
+        "legacy",
+        BASE,
+        "dp_rank = rank // non_dp if non_dp > 1 else rank",
+        "dp_rank = rank // dp_size if dp_size > 1 else rank",
+        "legacy dp rank divided by the dp size instead of the non-dp size",
+        needs="legacy_dummy_batches (dp 2, rank 1)",
+    ),
+    # ------------------------------------------------------------------ optimizer
+    _plant(
+        "optim_lr_zero_replaced",
+        "optimizer",
+        "new",
+        OPT,
+        '"lr": cfg.lr,',
+        '"lr": cfg.lr if cfg.lr > 0 else 1e-4,',
+        "lr=0 replaced by the default (a falsy-default trap)",
+        needs="optim_groups (lr 0.0)",
+    ),
+    _plant(
+        "optim_beta2_hardcoded",
+        "optimizer",
+        "new",
+        OPT,
+        '"betas": tuple(float(b) for b in cfg.betas),',
+        '"betas": (float(cfg.betas[0]), 0.999),',
+        "beta2 left at AdamW's default",
+        needs="optim_groups (beta2 0.95 / 0.5)",
+    ),
+    _plant(
+        "optim_eps_zero_replaced",
+        "optimizer",
+        "new",
+        OPT,
+        '"eps": cfg.eps,',
+        '"eps": cfg.eps or 1e-8,',
+        "eps=0 replaced by the default",
+        needs="optim_groups (eps 0.0)",
+    ),
+    _plant(
+        "optim_no_decay_group_decays",
+        "optimizer",
+        "new",
+        OPT,
+        '{"params": [p for _, p in no_decay], "weight_decay": 0.0},',
+        '{"params": [p for _, p in no_decay], "weight_decay": config.weight_decay},',
+        "weight decay applied to the no-decay group too",
+        needs="optim_groups",
+    ),
+    _plant(
+        "optim_keywords_case_sensitive",
+        "optimizer",
+        "new",
+        OPT,
+        "(no_decay if any(k in lname for k in decay_keywords) else decay)",
+        "(no_decay if any(k in name for k in decay_keywords) else decay)",
+        "decay keywords matched against the name as written, not lower-cased",
+        needs="an optimizer-grouping pair with mixed-case parameter names",
+    ),
+    _plant(
+        "optim_keyword_norm_dropped",
+        "optimizer",
+        "new",
+        OPT,
+        'DEFAULT_DECAY_KEYWORDS: tuple[str, ...] = ("bias", "layernorm", "norm", "rmsnorm")',
+        'DEFAULT_DECAY_KEYWORDS: tuple[str, ...] = ("bias", "layernorm", "rmsnorm")',
+        "'norm' dropped from the default no-decay keywords (model.norm, q_norm, k_norm decay)",
+        needs="optim_groups",
+    ),
+    _plant(
+        "optim_in_backward_grad_kept",
+        "optimizer",
+        "new",
+        OPT,
+        "        optimizer.step()\n        optimizer.zero_grad(set_to_none=True)\n",
+        "        optimizer.step()\n",
+        "the in-backward hook steps but does not free the gradient (it accumulates across steps)",
+        needs="optim_in_backward_state",
+    ),
+    _plant(
+        "inert_fused_none_passed",
+        "optimizer",
+        "new",
+        OPT,
+        '    if cfg.fused is not None:\n        kwargs["fused"] = cfg.fused\n',
+        '    kwargs["fused"] = cfg.fused\n',
+        "fused passed even when None (AdamW's own default: the same param groups and steps)",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ LR scheduler
+    _plant(
+        "lrsched_warmup_floor",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "self.warmup_steps = math.ceil(training_steps * config.lr_warmup_ratio)",
+        "self.warmup_steps = int(training_steps * config.lr_warmup_ratio)",
+        "warmup steps floored instead of ceiled (100 * 0.07 = 7.000000000000001)",
+        needs="lrsched_grid",
+    ),
+    _plant(
+        "lrsched_unknown_style_constant",
+        "lr_scheduler",
+        "new",
+        LRS,
+        'constant = decay_style == "constant"',
+        'constant = decay_style != "cosine"',
+        "an unknown decay style ('linear') treated as constant instead of cosine",
+        needs="lrsched_grid (decay_style=linear)",
+    ),
+    _plant(
+        "lrsched_lr_min_as_ratio",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "min_ratio = config.lr_min / lr if lr > 0 else 0.0",
+        "min_ratio = config.lr_min",
+        "lr_min used as a ratio of the peak instead of an absolute floor",
+        needs="lrsched_grid",
+    ),
+    _plant(
+        "lrsched_cosine_clamped",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "progress = (step - warmup) / max(1, total - warmup)",
+        "progress = min(1.0, (step - warmup) / max(1, total - warmup))",
+        "cosine clamped past T (the legacy one rises again)",
+        needs="lrsched_grid (steps past T)",
+    ),
+    _plant(
+        "lrsched_lr_max_zero_ignored",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "lr = config.lr_max if config.lr_max is not None else _configured_lr(",
+        "lr = config.lr_max or _configured_lr(",
+        "lr_max=0.0 treated as unset (falls back to the optimizer's lr)",
+        needs="an LR pair with lr_max set (0.0 and another value)",
+    ),
+    _plant(
+        "lrsched_warmup_steps_clamped",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "            self.warmup_steps = config.warmup_steps\n",
+        "            self.warmup_steps = min(config.warmup_steps, training_steps)\n",
+        "explicit warmup_steps clamped to the horizon (the ratio path is not)",
+        needs="an LR pair with warmup_steps > training_steps",
+    ),
+    _plant(
+        "inert_warmup_steps_truthiness",
+        "lr_scheduler",
+        "new",
+        LRS,
+        "        if config.warmup_steps is not None:\n            self.warmup_steps",
+        "        if config.warmup_steps:\n            self.warmup_steps",
+        "warmup_steps=0 falls to the ratio path, whose ratio must then be 0 too (ceil(T * 0) = 0)",
+        expected="inert",
+    ),
+    _plant(
+        "inert_configured_lr_from_defaults",
+        "lr_scheduler",
+        "new",
+        LRS,
+        'return first.defaults["lr"] if lr is None else lr',
+        'return first.defaults["lr"]',
+        "min ratio relative to AdamW's defaults lr (the container builds AdamW with Config.lr)",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ loss
+    _plant(
+        "loss_no_float32_upcast",
+        "loss",
+        "new",
+        LOSS,
+        "logits.float().view(-1, logits.shape[-1]),",
+        "logits.view(-1, logits.shape[-1]),",
+        "cross entropy in the logits' dtype (no float32 upcast)",
+        needs="component_loss_vs_legacy (bfloat16)",
+    ),
+    _plant(
+        "loss_chunked_no_upcast",
+        "loss",
+        "new",
+        LOSS,
+        "get_platform().log_softmax(chunk.float(), dim=-1)",
+        "get_platform().log_softmax(chunk, dim=-1)",
+        "chunked loss: log-softmax in the logits' dtype",
+        needs="component_loss_vs_legacy (chunks=5, bfloat16)",
+    ),
+    _plant(
+        "loss_shift_default_ignore_index",
+        "loss",
+        "new",
+        LOSS,
+        "shift = shift_labels(labels, cfg.ignore_index)\n",
+        "shift = shift_labels(labels)\n",
+        "labels shifted with the default -100 padding whatever ignore_index says",
+        needs="a loss pair with ignore_index != -100",
+    ),
+    _plant(
+        "loss_reduction_hardcoded",
+        "loss",
+        "new",
+        LOSS,
+        "reduction=cfg.reduction,\n",
+        'reduction="mean",\n',
+        "CrossEntropyLoss.Config.reduction ignored",
+        needs="a loss pair with reduction=sum (against a legacy-equivalent sum)",
+    ),
+    _plant(
+        "loss_chunked_ignore0_column",
+        "loss",
+        "new",
+        LOSS,
+        "column = 1 if ignore == 0 else 0",
+        "column = 0",
+        "chunked loss with ignore_index=0: the picked column collides with the ignore index",
+        needs="a chunked loss pair with ignore_index=0",
+    ),
+    _plant(
+        "inert_loss_view_before_upcast",
+        "loss",
+        "new",
+        LOSS,
+        "logits.float().view(-1, logits.shape[-1]),",
+        "logits.view(-1, logits.shape[-1]).float(),",
+        "view then upcast instead of upcast then view (the same values and gradient)",
+        expected="inert",
+    ),
+    _plant(
+        "inert_chunk_size_floor",
+        "loss",
+        "new",
+        LOSS,
+        "size = max(1, -(-rows // cfg.chunks))",
+        "size = max(1, rows // cfg.chunks)",
+        "chunk size rounded down (more, smaller chunks; chunking is exact by construction)",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ tokenizer
+    _plant(
+        "tok_own_pad_overwritten",
+        "tokenizer",
+        "new",
+        TOK,
+        "        elif hf.pad_token is None:\n",
+        "        else:\n",
+        "the tokenizer's own pad token replaced by eos",
+        needs="component_tokenizer_vs_legacy (variant=pad)",
+    ),
+    _plant(
+        "tok_config_pad_only_when_missing",
+        "tokenizer",
+        "new",
+        TOK,
+        "        if wanted is not None:\n",
+        "        if wanted is not None and hf.pad_token is None:\n",
+        "Config.pad_token only applied when the tokenizer has no pad token of its own",
+        needs="a tokenizer pair with pad_token set on a tokenizer that has a pad token",
+    ),
+    _plant(
+        "tok_trust_remote_code_forced",
+        "tokenizer",
+        "new",
+        TOK,
+        "path, trust_remote_code=bool(config.trust_remote_code), local_files_only=True",
+        "path, trust_remote_code=True, local_files_only=True",
+        "trust_remote_code forced on",
+        needs="a tokenizer case that records the trust_remote_code AutoTokenizer receives",
+    ),
+    _plant(
+        "legacy_tok_pad_always_eos",
+        "legacy",
+        "legacy",
+        LLM,
+        "        if tokenizer.pad_token is None:\n",
+        "        if True:\n",
+        "legacy 'fix': pad always set to eos",
+        needs="component_tokenizer_vs_legacy (variant=pad)",
+    ),
+    # ------------------------------------------------------------------ dataloader
+    _plant(
+        "dl_shuffle_forced",
+        "dataloader",
+        "new",
+        DL,
+        "shuffle=config.shuffle,",
+        "shuffle=True,",
+        "Config.shuffle ignored (always shuffled)",
+        needs="dataloader_preset (shuffle=False)",
+    ),
+    _plant(
+        "dl_seed_per_rank",
+        "dataloader",
+        "new",
+        DL,
+        "seed=self.seed,",
+        "seed=self.seed + self.dp_rank,",
+        "sampler seeded per dp rank (the legacy sampler shares one seed)",
+        needs="dataloader_dummy (world 4, dp rank 1)",
+    ),
+    _plant(
+        "dl_cutoff_off_by_one",
+        "dataloader",
+        "new",
+        DL,
+        "encoder, cutoff=self.seq_len, text_key=cfg.text_key",
+        "encoder, cutoff=self.seq_len + 1, text_key=cfg.text_key",
+        "text truncated at seq_len + 1 (a label-shift allowance)",
+        needs="dataloader_hf_text",
+    ),
+    _plant(
+        "dl_text_key_default",
+        "dataloader",
+        "new",
+        DL,
+        "text_key=cfg.text_key, data_type=cfg.type",
+        'text_key="text", data_type=cfg.type',
+        "Config.text_key ignored",
+        needs="a dataloader pair on a dataset whose text column is not 'text'",
+    ),
+    _plant(
+        "dl_template_dropped",
+        "dataloader",
+        "new",
+        DL,
+        "data_type=cfg.type, template=cfg.template",
+        "data_type=cfg.type",
+        "Config.template ignored (always 'empty': masked alpaca)",
+        needs="a json_file dataloader pair with template != empty",
+    ),
+    _plant(
+        "dl_train_size_zero_unset",
+        "dataloader",
+        "new",
+        DL,
+        "if cfg.train_size is not None and cfg.train_size < len(raw):",
+        "if cfg.train_size and cfg.train_size < len(raw):",
+        "train_size=0 treated as unset",
+        needs="a dataloader pair with train_size set (0 and a small value)",
+    ),
+    _plant(
+        "dl_subset_dropped",
+        "dataloader",
+        "new",
+        DL,
+        "load_raw_dataset(cfg.type, cfg.train_path, cfg.subset, streaming=cfg.streaming)",
+        "load_raw_dataset(cfg.type, cfg.train_path, None, streaming=cfg.streaming)",
+        "Config.subset ignored",
+        needs="a dataloader pair on a dataset folder with configurations",
+    ),
+    _plant(
+        "dl_sampler_keeps_last",
+        "dataloader",
+        "new",
+        DL,
+        "            seed=self.seed,\n            drop_last=True,\n",
+        "            seed=self.seed,\n            drop_last=False,\n",
+        "the sampler pads the last uneven split instead of dropping it",
+        needs="a dataloader pair whose dataset does not split evenly over the dp ranks",
+    ),
+    _plant(
+        "dl_grad_accum_ignores_dp",
+        "dataloader",
+        "new",
+        DL,
+        "self.grad_accum = max(self.global_batch_size // (self.local_batch_size * self.dp_world_size), 1)",
+        "self.grad_accum = max(self.global_batch_size // self.local_batch_size, 1)",
+        "grad accumulation ignores the dp world size",
+        needs="dataloader_hf_text (world 2)",
+    ),
+    _plant(
+        "dl_labels_padded_with_pad_id",
+        "dataloader",
+        "new",
+        DL,
+        'padded(item["labels"], LABEL_PAD_ID)',
+        'padded(item["labels"], pad_id)',
+        "labels right-padded with the pad id instead of -100",
+        needs="a dataloader pair whose micro-batches need padding",
+    ),
+    _plant(
+        "dl_trailing_partial_dropped",
+        "dataloader",
+        "new",
+        DL,
+        "    if group:\n        yield group\n",
+        "    del group  # the trailing partial group is dropped\n",
+        "the trailing partial group of micro-batches is dropped",
+        needs="an e2e or micro-batch pair whose epoch is not a whole number of global batches",
+    ),
+    _plant(
+        "dl_dummy_samples_local_batch",
+        "dataloader",
+        "new",
+        DL,
+        "num_samples = int(training_steps) * self.global_batch_size",
+        "num_samples = int(training_steps) * self.local_batch_size",
+        "dummy dataset sized by the micro batch instead of the global batch",
+        needs="dataloader_dummy",
+    ),
+    _plant(
+        "dl_dummy_seed_from_train_seed",
+        "dataloader",
+        "new",
+        DL,
+        "return DummyDataset(num_samples, self.seq_len, vocab, base_seed=_DUMMY_BASE_SEED)",
+        "return DummyDataset(num_samples, self.seq_len, vocab, base_seed=self.seed)",
+        "dummy samples follow train.seed (the legacy data is fixed at base seed 42)",
+        needs="dataloader_dummy",
+    ),
+    _plant(
+        "dl_preset_shrinks_to_data",
+        "dataloader",
+        "new",
+        DL,
+        "        if training_steps:\n            self.training_steps = int(training_steps)\n",
+        "        self.training_steps = len(dataset) // self.global_batch_size\n",
+        "preset_pt shrinks max_steps to the data like the HF path (the legacy resets it)",
+        needs="dataloader_preset (training_steps)",
+    ),
+    _plant(
+        "dl_rng_not_restored",
+        "dataloader",
+        "new",
+        DL,
+        "        batches = iter(self.loader)\n        platform.set_rng_state(saved)\n",
+        "        batches = iter(self.loader)\n",
+        "creating the loader iterator consumes a draw of the global RNG (not put back)",
+        needs="trainer_e2e checkpoint (rng state)",
+    ),
+    _plant(
+        "dl_prefetch_without_workers",
+        "dataloader",
+        "new",
+        DL,
+        "if config.num_workers > 0 and config.prefetch_factor is not None:",
+        "if config.prefetch_factor is not None:",
+        "prefetch_factor passed without workers (the loader refuses it)",
+        needs="a dataloader pair with prefetch_factor set and num_workers=0",
+    ),
+    _plant(
+        "inert_pin_memory_on_cpu",
+        "dataloader",
+        "new",
+        DL,
+        'pin_memory=bool(config.pin_memory) and platform.device_type() != "cpu",',
+        "pin_memory=bool(config.pin_memory),",
+        "pin_memory passed through on CPU (the loader warns and pins nothing; no value changes)",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ checkpoint
+    _plant(
+        "ckpt_epoch_not_resumed",
+        "checkpoint",
+        "new",
+        CKPT,
+        "step, epoch = self._read_extra_state(path)",
+        "step, epoch = self._read_extra_state(path)[0], 0",
+        "resume restores the step but not the epoch",
+        needs="component_checkpoint_resume (epoch 1)",
+    ),
+    _plant(
+        "ckpt_rng_not_restored",
+        "checkpoint",
+        "new",
+        CKPT,
+        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n",
+        "",
+        "resume does not restore the RNG state",
+        needs="component_checkpoint_resume",
+    ),
+    _plant(
+        "ckpt_step_dir_zero_padded",
+        "checkpoint",
+        "new",
+        CKPT,
+        'return os.path.join(self.config.output_dir, f"step_{step}")',
+        'return os.path.join(self.config.output_dir, f"step_{step:04d}")',
+        "checkpoint folders named step_0010 (output_dir layout)",
+        needs="component_checkpoint_layout (today it aborts the whole run: DCP's CheckpointException is a BaseException the engine does not catch)",
+    ),
+    _plant(
+        "ckpt_optimizer_file_name",
+        "checkpoint",
+        "new",
+        CKPT,
+        'return f"optimizer_rank{rank}.pt"',
+        'return f"optimizer_{rank}.pt"',
+        "optimizer state written under another file name",
+        needs="component_checkpoint_layout",
+    ),
+    _plant(
+        "ckpt_periodic_export_skipped",
+        "checkpoint",
+        "new",
+        CKPT,
+        "export = self.config.save_hf_weights and (force or self._due(step, self.last_exported_step))",
+        "export = self.config.save_hf_weights and force",
+        "save_hf_weights only honoured by forced saves (no HF export on the save_steps cadence)",
+        needs="a checkpoint case comparing an intermediate step_<N>/hf_ckpt or the manifest's file list (train end exports into the newest folder after its commit)",
+    ),
+    _plant(
+        "ckpt_final_save_ignores_save_steps",
+        "checkpoint",
+        "new",
+        CKPT,
+        "if self.config.save_steps > 0 and step != self.last_saved_step:",
+        "if step != self.last_saved_step:",
+        "save_steps <= 0 still writes a final checkpoint at train end",
+        needs="an e2e pair with save_steps=0 that compares the output folder",
+    ),
+    _plant(
+        "ckpt_async_on_forced_save",
+        "checkpoint",
+        "new",
+        CKPT,
+        "async_save = self.config.save_async and not force",
+        "async_save = self.config.save_async",
+        "a forced save goes async when save_async is on",
+        needs="a checkpoint pair with save_async=True",
+    ),
+    _plant(
+        "ckpt_config_load_path_ignored",
+        "checkpoint",
+        "new",
+        CKPT,
+        "path = load_path if load_path is not None else self.config.load_path",
+        "path = load_path",
+        "Config.load_path ignored by load()",
+        needs="component_checkpoint_resume, user_callbacks (resumed run)",
+    ),
+    _plant(
+        "inert_ckpt_rng_restored_first",
+        "checkpoint",
+        "new",
+        CKPT,
+        "        if self.optimizers is not None:\n"
+        "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
+        "        if self.lr_schedulers is not None:\n"
+        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n"
+        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n",
+        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n"
+        "        if self.optimizers is not None:\n"
+        "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
+        "        if self.lr_schedulers is not None:\n"
+        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n",
+        "RNG restored before the optimizer and scheduler (independent restores reordered)",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ profiler
+    _plant(
+        "prof_wait_warmup_swapped",
+        "profiler",
+        "new",
+        PROF,
+        "wait=cfg.wait_steps,\n                warmup=cfg.warmup_steps,",
+        "wait=cfg.warmup_steps,\n                warmup=cfg.wait_steps,",
+        "profiler wait_steps and warmup_steps swapped",
+        needs="a profiler pair (legacy ProfilerCallback vs Profiler: traced steps)",
+    ),
+    _plant(
+        "prof_active_off_by_one",
+        "profiler",
+        "new",
+        PROF,
+        "active=cfg.active_steps,",
+        "active=cfg.active_steps + 1,",
+        "one active step too many",
+        needs="a profiler pair (traced steps)",
+    ),
+    _plant(
+        "prof_never_stepped",
+        "profiler",
+        "new",
+        HT,
+        "                        if prof is not None:\n                            prof.step()\n",
+        "",
+        "the train loop never steps the profiler (enabled, but nothing is recorded)",
+        needs="an e2e pair with train.profile.enabled",
+    ),
+    # ------------------------------------------------------------------ metrics
+    _plant(
+        "metrics_log_steps_offset",
+        "metrics",
+        "new",
+        MET,
+        "if step % self.log_steps == 0:",
+        "if (step - 1) % self.log_steps == 0:",
+        "console/history cadence counted from step 1",
+        needs="metrics_processor_vs_callbacks (history)",
+    ),
+    _plant(
+        "metrics_throughput_always",
+        "metrics",
+        "new",
+        MET,
+        "if cfg.report_throughput:",
+        "if cfg.report_throughput is not None:",
+        "report_throughput=False still reports throughput",
+        needs="metrics_processor_vs_callbacks (throughput off)",
+    ),
+    _plant(
+        "metrics_mfu_per_device",
+        "metrics",
+        "new",
+        MET,
+        "mfu = tflops / (cfg.peak_tflops * self.world_size)",
+        "mfu = tflops / cfg.peak_tflops",
+        "MFU against one device's peak_tflops instead of the world's",
+        needs="metrics_processor_vs_callbacks (world 2)",
+    ),
+    _plant(
+        "metrics_tb_on_wandb_cadence",
+        "metrics",
+        "new",
+        MET,
+        "if self._writer is not None and self._sink_due(step, self.config.tensorboard):",
+        "if self._writer is not None and self._sink_due(step, self.config.wandb):",
+        "TensorBoard written on the W&B log_steps (copy-paste)",
+        needs="metrics_processor_vs_callbacks (TensorBoard scalars)",
+    ),
+    _plant(
+        "metrics_tb_step_zero_based",
+        "metrics",
+        "new",
+        MET,
+        "self._writer.add_scalar(tag, value, step)",
+        "self._writer.add_scalar(tag, value, step - 1)",
+        "TensorBoard scalars at 0-based steps",
+        needs="metrics_processor_vs_callbacks (TensorBoard scalars)",
+    ),
+    _plant(
+        "metrics_wandb_run_name",
+        "metrics",
+        "new",
+        MET,
+        "name=wb.run_name,",
+        "name=wb.project,",
+        "W&B run named after the project",
+        needs="a metrics pair on W&B offline run files",
+    ),
+    _plant(
+        "metrics_lr_format",
+        "metrics",
+        "new",
+        MET,
+        '("lr", format(record["lr"], ".2e")),',
+        '("lr", format(record["lr"], ".3e")),',
+        "console line prints lr with three decimals",
+        needs="metrics_processor_vs_callbacks (console lines)",
+    ),
+    _plant(
+        "metrics_min_step_time",
+        "metrics",
+        "new",
+        MET,
+        "_MIN_STEP_TIME = 1e-9",
+        "_MIN_STEP_TIME = 1e-6",
+        "another floor for a zero step time",
+        needs="metrics_processor_vs_callbacks (a step of zero time)",
+    ),
+    # ------------------------------------------------------------------ legacy -> new mapping
+    _plant(
+        "map_report_to_listified",
+        "mapping",
+        "new",
+        MAP,
+        '_rule("train.logging.report_to", "metrics.report_to"),',
+        '_rule("train.logging.report_to", "metrics.report_to", transform=lambda v: [v]),',
+        "report_to mapped to a list (TrainingArguments style) instead of the legacy string",
+        needs="a metrics pair that compares the W&B run config (report_to)",
+    ),
+    _plant(
+        "map_tokenizer_weights_fallback_lost",
+        "mapping",
+        "new",
+        MAP,
+        '_put(tree, "tokenizer.path", args.model.tokenizer_path or args.model.weights_path)',
+        '_put(tree, "tokenizer.path", args.model.tokenizer_path)',
+        "tokenizer path no longer falls back to model.weights_path",
+        needs="an e2e pair on hf data with the tokenizer given by model.weights_path",
+    ),
+    # ------------------------------------------------------------------ HyperTrainer init steps
+    _plant(
+        "init_seed_ignores_debug_seed",
+        "trainer-init",
+        "new",
+        HT,
+        "seed=effective_seed(cfg.training, cfg.debug),",
+        "seed=cfg.training.seed,",
+        "step 1 (setup_distributed): debug.seed no longer overrides training.seed",
+        needs="a HyperTrainer case with debug.seed set (against the legacy run with that seed)",
+    ),
+    _plant(
+        "init_tokenizer_vocab_unchecked",
+        "trainer-init",
+        "new",
+        HT,
+        "self.tokenizer = cfg.tokenizer.build(vocab_size=self.spec.model.vocab_size)",
+        "self.tokenizer = cfg.tokenizer.build()",
+        "step 2 (tokenizer): the tokenizer-vs-vocab size check is skipped",
+        needs="a trainer case with a tokenizer larger than model.vocab_size (both refuse)",
+    ),
+    _plant(
+        "inert_model_config_unchecked",
+        "trainer-init",
+        "new",
+        HT,
+        "        self.model_config.update_from_config(trainer_config=self.config)\n",
+        "",
+        "step 4 (model_config): the divisibility check skipped (it changes no field)",
+        expected="inert",
+    ),
+    _plant(
+        "init_freeze_by_prefix",
+        "trainer-init",
+        "new",
+        HT,
+        "if patterns and any(p in name for p in patterns):",
+        "if patterns and any(name.startswith(p) for p in patterns):",
+        "step 5 (build_model): freeze_modules matched as prefixes, not substrings",
+        needs="an e2e pair with model.freeze_modules",
+    ),
+    _plant(
+        "inert_protocol_unchecked",
+        "trainer-init",
+        "new",
+        HT,
+        "    def _init_verify_protocol(self) -> None:\n        verify_module_protocol(self.model)\n",
+        "    def _init_verify_protocol(self) -> None:\n        pass\n",
+        "step 6 (verify_protocol): the module-protocol check skipped (a check only)",
+        expected="inert",
+    ),
+    _plant(
+        "init_parallelize_no_freeze",
+        "trainer-init",
+        "new",
+        HT,
+        "freeze_modules=cfg.training.freeze_modules,",
+        "freeze_modules=None,",
+        "step 7 (parallelize): frozen modules not passed to parallelize_fn (FSDP2 groups and dtypes)",
+        needs="a multi-rank e2e pair with freeze_modules and mixed precision",
+    ),
+    _plant(
+        "init_materialize_linear_default",
+        "trainer-init",
+        "new",
+        MODEL,
+        "nn.init.kaiming_uniform_(local)",
+        "nn.init.kaiming_uniform_(local, a=5**0.5)",
+        "step 8 (materialize): model.init_weights uses nn.Linear's a=sqrt(5) (the legacy uses a=0)",
+        needs="trainer_e2e losses",
+    ),
+    _plant(
+        "init_scheduler_primed",
+        "trainer-init",
+        "new",
+        HT,
+        "        self.loss_fn = cfg.loss.build()\n",
+        "        self.loss_fn = cfg.loss.build()\n        self.lr_scheduler.step()\n",
+        "step 9 (optimizer): the scheduler stepped once at build (the first step is not at lr 0)",
+        needs="trainer_e2e lr_curve",
+    ),
+    _plant(
+        "init_weights_not_loaded",
+        "trainer-init",
+        "new",
+        HT,
+        "            self.checkpointer.load_weights(self.config.training.weights_path)\n",
+        "            pass  # initial weights not loaded\n",
+        "step 10 (checkpoint): training.weights_path is not loaded",
+        needs="an e2e pair from initial weights (model.weights_path)",
+    ),
+    _plant(
+        "init_log_history_detached",
+        "trainer-init",
+        "new",
+        HT,
+        "        self.state.log_history = self.metrics.history\n",
+        "",
+        "step 11 (metrics_profiler): state.log_history no longer receives the logged records",
+        needs="trainer_e2e metrics",
+    ),
+    # ------------------------------------------------------------------ HyperTrainer train step
+    _plant(
+        "step_plain_mean_over_micro_batches",
+        "train-step",
+        "new",
+        HT,
+        "scaled = mean_global_loss(loss, mb_tokens, global_tokens, self.parallel_dims.dp_size)",
+        "scaled = loss / num_micro",
+        "gradient accumulation averages micro-batch means instead of weighting them by tokens",
+        needs="an e2e pair on data with unequal token counts per micro-batch (padding, masked prompts)",
+    ),
+    _plant(
+        "step_report_unweighted",
+        "train-step",
+        "new",
+        HT,
+        "loss_sum += value * tok",
+        "loss_sum += value",
+        "reported loss sums micro-batch means without token weights",
+        needs="trainer_e2e losses",
+    ),
+    _plant(
+        "step_first_micro_batch_count",
+        "train-step",
+        "new",
+        HT,
+        "self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)",
+        "self.forward_backward_step(mb, counts[0], global_tokens, num_micro=n)",
+        "every micro-batch weighted by the first one's token count",
+        needs="an e2e pair on data with unequal token counts per micro-batch",
+    ),
+    _plant(
+        "step_clip_decay_group_only",
+        "train-step",
+        "new",
+        HT,
+        "clip(self.model.parameters(), self.config.training.max_norm)",
+        'clip(self.optimizer.param_groups[0]["params"], self.config.training.max_norm)',
+        "gradient clipping (and the grad norm) over the decay group only",
+        needs="trainer_e2e grad_norms",
+    ),
+    _plant(
+        "step_scheduler_before_optimizer",
+        "train-step",
+        "new",
+        HT,
+        "        self.optimizer.step()\n        self.lr_scheduler.step()\n",
+        "        self.lr_scheduler.step()\n        self.optimizer.step()\n",
+        "scheduler stepped before the optimizer",
+        needs="trainer_e2e losses",
+    ),
+    _plant(
+        "step_zero_grad_dropped",
+        "train-step",
+        "new",
+        HT,
+        "        self.lr_scheduler.step()\n        self.optimizer.zero_grad()\n",
+        "        self.lr_scheduler.step()\n",
+        "gradients never zeroed (they accumulate across steps)",
+        needs="trainer_e2e losses",
+    ),
+    _plant(
+        "step_report_rank_average",
+        "train-step",
+        "new",
+        HT,
+        "            self.config.optimizer.loss_aggregation,\n            loss_sum=loss_sum,",
+        '            "rank_average",\n            loss_sum=loss_sum,',
+        "reported loss always rank-averaged, whatever loss_aggregation says",
+        needs="an e2e pair with unequal token counts per micro-batch (with equal counts both reports are the same bits)",
+    ),
+    _plant(
+        "step_metrics_zero_based_step",
+        "train-step",
+        "new",
+        HT,
+        '                            state.global_step,\n                            loss=out["loss"],',
+        '                            state.global_step - 1,\n                            loss=out["loss"],',
+        "metric records logged at 0-based steps",
+        needs="trainer_e2e metrics",
+    ),
+    _plant(
+        "step_no_set_epoch",
+        "train-step",
+        "new",
+        HT,
+        "                    self.dataloader.set_epoch(epoch)\n",
+        "",
+        "the sampler is not reseeded per epoch (every epoch reads the epoch-0 order)",
+        needs="an e2e pair over more than one epoch (num_train_epochs > 1)",
+    ),
+    _plant(
+        "step_throughput_from_config",
+        "train-step",
+        "new",
+        HT,
+        "global_tokens=self._last_global_tokens,",
+        "global_tokens=None,",
+        "throughput from global_batch_size * seq_len instead of the counted tokens",
+        needs="an e2e metrics pair with the step clock pinned (tokens_per_sec values)",
+    ),
+    _plant(
+        "inert_lr_from_last_group",
+        "train-step",
+        "new",
+        HT,
+        "lr=self.lr_scheduler.get_last_lr()[0],",
+        "lr=self.lr_scheduler.get_last_lr()[-1],",
+        "logged lr read from the no-decay group (both groups follow one schedule from one lr)",
+        expected="inert",
+    ),
+    _plant(
+        "inert_on_log_without_callbacks",
+        "train-step",
+        "new",
+        HT,
+        "if callbacks and state.global_step % log_steps == 0:",
+        "if state.global_step % log_steps == 0:",
+        "on_log dispatched without user callbacks (the dispatch is then a no-op)",
+        expected="inert",
+    ),
+    _plant(
+        "inert_aggregation_condition",
+        "train-step",
+        "new",
+        HT,
+        'if self.config.optimizer.loss_aggregation == "rank_average":',
+        'if self.config.optimizer.loss_aggregation != "token_weighted":',
+        "the same branch written from the other value (the Config admits only these two)",
+        expected="inert",
+    ),
+    _plant(
+        "inert_accumulators_reordered",
+        "train-step",
+        "new",
+        HT,
+        "            loss_sum += value * tok\n            arith_sum += value\n",
+        "            arith_sum += value\n            loss_sum += value * tok\n",
+        "two independent accumulations swapped",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ legacy builders / callbacks
+    _plant(
+        "legacy_cosine_clamped",
+        "legacy",
+        "legacy",
+        BASE,
+        "            progress = (step - warmup) / max(1, total - warmup)\n",
+        "            progress = min(1.0, (step - warmup) / max(1, total - warmup))\n",
+        "legacy 'fix' in _build_lr_scheduler: the cosine clamped past T",
+        needs="lrsched_grid, legacy_lr goldens",
+    ),
+    _plant(
+        "legacy_hf_horizon_from_data",
+        "legacy",
+        "legacy",
+        "hyper_parallel/data/hf.py",
+        "max_steps = min(int(requested), len(dataset) // max(int(global_batch_size), 1))",
+        "max_steps = len(dataset) // max(int(global_batch_size), 1)",
+        "legacy _build_dataset 'fix': the data alone sets max_steps (no cap at train.max_steps)",
+        needs="dataloader_json_alpaca (max_steps 5)",
+    ),
+    _plant(
+        "legacy_collate_labels_pad_id",
+        "legacy",
+        "legacy",
+        "hyper_parallel/data/collate.py",
+        '_pad(item["labels"], length, IGNORE_INDEX)',
+        '_pad(item["labels"], length, pad_id)',
+        "legacy collate pads labels with the pad id",
+        needs="a dataloader pair whose micro-batches need padding",
+    ),
+    _plant(
+        "legacy_shuffle_forced",
+        "legacy",
+        "legacy",
+        BASE,
+        'shuffle=_get(data, "shuffle", True),',
+        "shuffle=True,",
+        "legacy _build_dataloader 'fix': always shuffle",
+        needs="dataloader_preset (shuffle=False)",
+    ),
+    _plant(
+        "legacy_init_linear_default",
+        "legacy",
+        "legacy",
+        BASE,
+        "torch.nn.init.kaiming_uniform_(local)",
+        "torch.nn.init.kaiming_uniform_(local, a=5**0.5)",
+        "legacy materialisation with nn.Linear's a=sqrt(5)",
+        needs="trainer_e2e losses, legacy_after_5_steps",
+    ),
+    _plant(
+        "legacy_resume_step_not_read",
+        "legacy",
+        "legacy",
+        "hyper_parallel/trainer/callbacks/checkpoint.py",
+        "        self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)\n",
+        "",
+        "legacy resume does not read extra_state.json (the step restarts at 0)",
+        needs="component_checkpoint_resume, user_callbacks",
+    ),
+    _plant(
+        "legacy_logging_min_step_time",
+        "legacy",
+        "legacy",
+        "hyper_parallel/trainer/callbacks/logging.py",
+        "elapsed = max(time.time() - self._step_start, 1e-9)",
+        "elapsed = max(time.time() - self._step_start, 1e-6)",
+        "legacy LoggingCallback floors the step time at 1e-6",
+        needs="metrics_processor_vs_callbacks",
+    ),
+    _plant(
+        "inert_legacy_keywords_minimal",
+        "legacy",
+        "legacy",
+        BASE,
+        'NO_DECAY_KEYWORDS = ("bias", "layernorm", "norm", "rmsnorm")',
+        'NO_DECAY_KEYWORDS = ("bias", "norm")',
+        "legacy keyword set written minimally ('layernorm' and 'rmsnorm' contain 'norm')",
+        expected="inert",
+    ),
+    _plant(
+        "inert_legacy_grad_accum_floors",
+        "legacy",
+        "legacy",
+        BASE,
+        "self._grad_accum = max(global_batch_size // (micro_batch_size * dp_size), 1)",
+        "self._grad_accum = max(global_batch_size // micro_batch_size // dp_size, 1)",
+        "floor(floor(g / m) / d) = floor(g / (m * d)) for positive integers",
+        expected="inert",
+    ),
+    _plant(
+        "inert_legacy_pad_id_truthiness",
+        "legacy",
+        "legacy",
+        LLM,
+        "if tokenizer is not None and tokenizer.pad_token_id is not None:",
+        "if tokenizer is not None and tokenizer.pad_token_id:",
+        "a pad id of 0 takes the fallback, which is 0 too",
+        expected="inert",
+    ),
+    _plant(
+        "inert_legacy_log_cadence_truthiness",
+        "legacy",
+        "legacy",
+        "hyper_parallel/trainer/callbacks/logging.py",
+        "if state.global_step % self.log_steps != 0:",
+        "if state.global_step % self.log_steps:",
+        "'!= 0' written as the truthiness of the remainder",
+        expected="inert",
+    ),
+    # ------------------------------------------------------------------ shared (tier B only)
+    _plant(
+        "shared_rmsnorm_div_sqrt",
+        "shared",
+        "shared",
+        MODEL,
+        "y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",
+        "y = xf / torch.sqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",
+        "RMSNorm as x / sqrt(.) instead of x * rsqrt(.) (last bits move, both paths at once)",
+        needs="legacy_debug_model_loss, hyper_trainer_debug_curve, component_loss goldens",
+    ),
+    _plant(
+        "shared_dummy_ids_from_one",
+        "shared",
+        "shared",
+        "hyper_parallel/data/dummy.py",
+        "ids = torch.randint(0, self.vocab_size, (self.seq_len,), generator=g)",
+        "ids = torch.randint(1, self.vocab_size, (self.seq_len,), generator=g)",
+        "dummy ids drawn from 1 (id 0 reserved for padding)",
+        needs="dataloader_dummy_golden, legacy_dummy_batches",
+    ),
+    _plant(
+        "shared_text_truncation_short",
+        "shared",
+        "shared",
+        "hyper_parallel/data/transforms.py",
+        "list(texts), truncation=True, max_length=cutoff, padding=False",
+        "list(texts), truncation=True, max_length=cutoff - 1, padding=False",
+        "plain-text transform truncates one token short",
+        needs="dataloader_hf_text_golden",
+    ),
+    _plant(
+        "shared_alpaca_split_reassociated",
+        "shared",
+        "shared",
+        "hyper_parallel/data/transforms.py",
+        "max_target_len = int(cutoff * (target_len / (source_len + target_len)))",
+        "max_target_len = int((cutoff * target_len) / (source_len + target_len))",
+        "prompt/response split multiplied before dividing (can differ by one token)",
+        needs="a json_file (alpaca) dataloader golden with long prompts and responses",
+    ),
+    _plant(
+        "shared_scale_reassociated",
+        "shared",
+        "shared",
+        "hyper_parallel/trainer/utils/loss.py",
+        "return loss * (mb_tokens / global_tokens) * dp_size",
+        "return loss * mb_tokens / global_tokens * dp_size",
+        "micro-batch scaling reassociated (exact for power-of-two ratios, not in general)",
+        needs="an e2e golden on data with unequal token counts per micro-batch",
+    ),
+    _plant(
+        "inert_shared_report_global_tokens",
+        "shared",
+        "shared",
+        BASE,
+        "        return loss_sum / max(tok_local, 1)\n",
+        "        return loss_sum / max(global_tokens, 1)\n",
+        "one rank: the reported loss divides by global_tokens, which equals the local count there",
+        expected="inert",
+    ),
+)
+
+
+def select(names: Iterable[str] | None = None, plants: Sequence[Plant] = PLANTS) -> list[Plant]:
+    """The plants named (in catalogue order), or all; an unknown name is a ``KeyError`` listing it."""
+    if not names:
+        return list(plants)
+    wanted = list(dict.fromkeys(names))
+    known = {p.name for p in plants}
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise KeyError(
+            f"unknown plant(s): {', '.join(unknown)} (`python -m parity selfcheck --list` shows the catalogue)"
+        )
+    return [p for p in plants if p.name in wanted]
+
+
+def catalogue_problems(plants: Sequence[Plant] = PLANTS) -> list[str]:
+    """Structural problems of a catalogue (names, categories, sides, expectations, no-op edits)."""
+    problems = []
+    seen: set[str] = set()
+    for plant in plants:
+        if plant.name in seen:
+            problems.append(f"plant {plant.name}: the name is used twice")
+        seen.add(plant.name)
+        if plant.category not in CATEGORIES:
+            problems.append(f"plant {plant.name}: category {plant.category!r} is not one of {CATEGORIES}")
+        if plant.side not in SIDES:
+            problems.append(f"plant {plant.name}: side {plant.side!r} is not one of {SIDES}")
+        if plant.expected not in EXPECTATIONS:
+            problems.append(f"plant {plant.name}: expected {plant.expected!r} is not one of {EXPECTATIONS}")
+        if not plant.old or plant.old == plant.new:
+            problems.append(f"plant {plant.name}: the edit changes nothing")
+        if not plant.models.strip():
+            problems.append(f"plant {plant.name}: 'models' is empty")
+        if plant.expected == "caught" and not plant.needs.strip():
+            problems.append(f"plant {plant.name}: 'needs' (the case that catches it) is empty")
+    return problems

@@ -1,0 +1,191 @@
+"""``python -m parity selfcheck``: the plant catalogue applies, and the runner measures what it should.
+
+The catalogue tests read the working tree: a plant whose snippet stopped matching (someone changed
+that code) fails here with the plant and the file named, so it is re-anchored in the same change.
+The end-to-end test runs two plants through the real runner on the lr_scheduler cases only (a
+baseline and two planted copies, a few seconds each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from parity.cli import main
+from parity.plants import CATEGORIES, PLANTS, Plant, PlantError, catalogue_problems, select
+from parity.selfcheck_runner import RunResult, SelfCheck, _failed_cases, classify, run_suite
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=250, color_system=None), out
+
+
+# ----------------------------------------------------------------------------- the catalogue
+
+
+def test_catalogue_is_well_formed_and_covers_what_the_issue_asks():
+    assert catalogue_problems() == []
+    names = [p.name for p in PLANTS]
+    assert len(names) == len(set(names))
+    assert len(PLANTS) >= 45
+    assert sum(p.expected == "inert" for p in PLANTS) >= 4
+    assert {p.category for p in PLANTS} == set(CATEGORIES)
+    assert {p.side for p in PLANTS} == {"new", "legacy", "shared"}
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
+def test_plant_snippet_occurs_once_and_the_patched_file_compiles(plant):
+    path = REPO / plant.file
+    text = path.read_text(encoding="utf-8")
+    patched = plant.apply_text(text)  # PlantError names the plant and the file when it does not apply
+    assert patched != text and plant.new in patched
+    compile(patched, str(path), "exec")
+
+
+def test_select_keeps_catalogue_order_and_names_unknown_plants():
+    first, second = PLANTS[0].name, PLANTS[1].name
+    assert [p.name for p in select([second, first])] == [first, second]
+    with pytest.raises(KeyError, match="no_such_plant"):
+        select(["no_such_plant"])
+
+
+# ----------------------------------------------------------------------------- broken patches
+
+
+def _bogus(**changes) -> Plant:
+    plant = Plant(
+        name="bogus_plant",
+        category="optimizer",
+        side="new",
+        file="hyper_parallel/components/optimizer.py",
+        old="this text is in no file of the project",
+        new="x = 1",
+        models="nothing",
+    )
+    return dataclasses.replace(plant, **changes)
+
+
+@pytest.mark.parametrize("old", ["this text is in no file of the project", "import "])
+def test_missing_or_ambiguous_snippet_is_one_line_naming_plant_and_file(old):
+    plant = _bogus(old=old)
+    with pytest.raises(PlantError) as info:
+        plant.apply_text((REPO / plant.file).read_text(encoding="utf-8"))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "plant bogus_plant" in message and plant.file in message and "exactly once" in message
+
+
+def test_runner_refuses_a_broken_plant_without_running_anything(tmp_path):
+    project = tmp_path / "project"
+    (project / "hyper_parallel" / "components").mkdir(parents=True)
+    shutil.copy(REPO / "hyper_parallel/components/optimizer.py", project / "hyper_parallel/components")
+    console, out = _console()
+    check = SelfCheck([_bogus()], source=project, jobs=1, console=console)
+    assert check.run() == 1
+    (result,) = check.results
+    assert result.outcome == "broken-patch" and "plant bogus_plant" in result.detail
+    assert check.baseline is None  # nothing to run: no baseline either
+    assert "error: plant bogus_plant" in out.getvalue()
+
+
+# ----------------------------------------------------------------------------- the runner's parts
+
+
+@pytest.mark.parametrize(
+    ("expected", "rc", "error", "outcome"),
+    [
+        ("caught", 1, None, "caught"),
+        ("caught", 0, None, "survived"),
+        ("inert", 0, None, "inert-ok"),
+        ("inert", 1, None, "FALSE ALARM"),
+        ("caught", None, "timed out after 5s", "error"),
+    ],
+)
+def test_classify(expected, rc, error, outcome):
+    assert classify(_bogus(expected=expected), RunResult(rc=rc, seconds=1.0, error=error)) == outcome
+
+
+def test_failed_cases_come_from_fail_and_error_lines_and_reports(tmp_path):
+    reports = tmp_path / "reports" / "torch" / "cpu"
+    reports.mkdir(parents=True)
+    (reports / "c.json").write_text(json.dumps({"case_id": "losses.only_in_a_report"}))
+    (reports / "a.json").write_text(json.dumps({"case_id": "lr_curve.a-steps=1"}))
+    output = (
+        "PARITY FAIL  case=lr_curve.a-steps=1  backend=torch  platform=cpu  tier=A (legacy vs new)\n"
+        "PARITY ERROR  case=batches.b-n=2  backend=torch: KeyError: 'x'\n"
+        "unused golden /g/torch/cpu/old.case.json: no registered case has this id\n"
+    )
+    assert _failed_cases(tmp_path / "reports", output) == [
+        "lr_curve.a-steps=1",
+        "batches.b-n=2",
+        "losses.only_in_a_report",
+        "unused golden old.case.json",
+    ]
+
+
+def test_probe_refuses_a_child_that_imports_another_tree(tmp_path):
+    """A copy without ``hyper_parallel/``: the child would import the installed tree, never silently."""
+    copy = tmp_path / "project"
+    shutil.copytree(
+        REPO / "parity", copy / "parity", ignore=shutil.ignore_patterns("__pycache__", "reports", "golden")
+    )
+    result = run_suite(copy, ["--tag", "lr_scheduler"], timeout=120, work=tmp_path)
+    assert result.error is not None and result.error.startswith("probe:"), result.tail
+    assert not result.green
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def test_cli_list_and_argument_errors():
+    console, out = _console()
+    assert main(["selfcheck", "--list"], console=console) == 0
+    assert PLANTS[0].name in out.getvalue() and f"planted divergences ({len(PLANTS)})" in out.getvalue()
+    console, out = _console()
+    assert main(["selfcheck", "--plant", "no_such_plant"], console=console) == 2
+    assert "unknown plant(s): no_such_plant" in out.getvalue()
+    console, out = _console()
+    assert main(["selfcheck", "--", "--report-dir", "x"], console=console) == 2
+
+
+def test_a_plant_is_caught_and_an_inert_one_stays_green_end_to_end(tmp_path):
+    console, out = _console()
+    json_path = tmp_path / "selfcheck.json"
+    code = main(
+        [
+            "selfcheck",
+            "--plant",
+            "lrsched_warmup_floor",
+            "inert_warmup_steps_truthiness",
+            "--jobs",
+            "2",
+            "--json",
+            str(json_path),
+            "--",
+            "--tag",
+            "lr_scheduler",
+        ],
+        console=console,
+    )
+    text = out.getvalue()
+    assert code == 0, text
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert data["baseline"]["green"] and data["run_args"] == ["--tag", "lr_scheduler"]
+    by_name = {p["name"]: p for p in data["plants"]}
+    caught = by_name["lrsched_warmup_floor"]
+    assert caught["outcome"] == "caught"
+    # 100 * 0.07 = 7.000000000000001: ceil gives 8 warmup steps, the planted floor 7.
+    assert any("lrsched_grid" in case and "warmup_ratio=0.07" in case for case in caught["caught_by"])
+    assert by_name["inert_warmup_steps_truthiness"]["outcome"] == "inert-ok"
+    assert data["catch_rate"] == {"caught": 1, "expected_caught": 1, "rate": 1.0}
+    assert data["survivors"] == [] and data["false_alarms"] == [] and data["ok"] is True
+    assert "catch rate: 1/1 (100.0%)" in text and "parity selfcheck" in text
