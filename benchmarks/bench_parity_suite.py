@@ -1,0 +1,113 @@
+"""Wall time of the parity suite: ``python -m parity run`` serial vs parallel, and the pytest suite
+``-n 0`` vs ``-n 2``, interleaved, optionally against an older revision of the project side by side.
+
+Run: ``python benchmarks/bench_parity_suite.py [--rounds 2] [--rev <git revision> ...]``. Each
+revision is checked out into a temporary ``git worktree`` (HEAD's working tree is measured as
+``work``); every round runs every command of every tree once, in turn, so all see the same machine
+load. Printed: the median wall time of each command per tree and the number of cases it ran.
+Targets (issue 9): ``parity run`` under 30 s warm on 2 cores, ``pytest -n 2`` faster than ``-n 0``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+COMMANDS = {
+    "parity run -j 1": [sys.executable, "-m", "parity", "run", "-j", "1"],
+    "parity run (default -j)": [sys.executable, "-m", "parity", "run"],
+    "pytest suite -n 0": [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        "0",
+        "tests/parity/test_parity_suite.py",
+    ],
+    "pytest suite -n 2": [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        "2",
+        "tests/parity/test_parity_suite.py",
+    ],
+}
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(tree)}
+    env.pop("PARITY_JOBS", None)
+    return env
+
+
+def _supports_jobs(tree: Path) -> bool:
+    return (tree / "parity" / "parallel.py").exists()
+
+
+def _run(name: str, tree: Path) -> tuple[float, str]:
+    cmd = list(COMMANDS[name])
+    if name.startswith("parity run") and not _supports_jobs(tree):
+        cmd = cmd[:4]  # that revision has no -j: it is serial either way
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
+    summary = re.sub(r"\s+", " ", tail[0])[:90]
+    if proc.returncode != 0:
+        summary = f"EXIT {proc.returncode}: {summary}"
+    return seconds, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--rev", action="append", default=[], help="older revision to measure beside the work tree"
+    )
+    args = parser.parse_args()
+    trees: dict[str, Path] = {"work": REPO}
+    with tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
+        for rev in args.rev:
+            path = Path(tmp) / rev.replace("/", "_")
+            subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=REPO, check=True,
+                           capture_output=True)  # fmt: skip
+            trees[rev] = path
+        try:
+            times: dict[tuple[str, str], list[float]] = {}
+            summaries: dict[tuple[str, str], str] = {}
+            # One warm-up pass (page cache, .pyc files), then the measured rounds.
+            for round_ in range(args.rounds + 1):
+                for name in COMMANDS:
+                    for label, tree in trees.items():
+                        seconds, summary = _run(name, tree)
+                        if round_ > 0:
+                            times.setdefault((label, name), []).append(seconds)
+                            summaries[(label, name)] = summary
+            print(
+                f"{args.rounds} interleaved round(s), {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+            )
+            for name in COMMANDS:
+                for label in trees:
+                    median = statistics.median(times[(label, name)])
+                    print(f"  {name:24s} {label:10s} {median:6.1f} s   {summaries[(label, name)]}")
+        finally:
+            for label, path in trees.items():
+                if label != "work":
+                    subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=REPO,
+                                   capture_output=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
