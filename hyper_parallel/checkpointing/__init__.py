@@ -8,6 +8,11 @@ part that must be identical for a folder written by one to be trusted by the oth
   disk and fsynced, :func:`commit_step_dir` writes ``manifest.json`` (every file's relative path,
   size and sha256) as the last file and renames the folder to ``step_<N>/``. A killed save leaves
   only a ``.partial.*`` folder, which is reported and never loaded.
+- **Background commit.** :class:`StepCommitter` runs that commit on one background thread of
+  rank 0 (``ckpt-commit``), so a synchronous save returns once its files are written, and the
+  hashing, manifest, fsyncs and rename overlap with training. The trainers join it (``wait``)
+  before the next save, before a load and at train end; a failed commit raises
+  :class:`CheckpointSaveError` there, naming the folder.
 - **Verification.** :func:`resolve_checkpoint` accepts a ``step_<N>/`` folder whose manifest
   matches its files, or a run folder (the ``output_dir``), where it takes the newest complete
   ``step_<N>/``. Anything else is a :class:`CheckpointCorruptError` naming the folder and the
@@ -49,6 +54,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointSaveError",
     "CheckpointMismatchError",
+    "StepCommitter",
     "UnsafeCheckpointError",
     "UnwritableDirError",
     "check_writable_dir",
@@ -180,8 +186,8 @@ def check_writable_dir(path: str, field: str) -> None:
 
 def _sha256(path: str) -> str:
     """The file's sha256, in one ``update`` over a read-only mmap: hashlib drops the GIL for the
-    whole file, so the background hasher hands the GIL back and forth once per file rather than
-    twice per chunk (each hand-off can stall the saving thread for a switch interval)."""
+    whole file, so the background thread hands the GIL back and forth once per file rather than
+    twice per chunk (each hand-off can stall the training thread for a switch interval)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:
@@ -217,11 +223,15 @@ def in_staged_folder(path: str) -> bool:
 
 
 class _Hasher:
-    """Hashes the files of one staged folder in a background thread, as the coordinator writes them.
+    """Hashes the files of one staged folder on the background thread, as the coordinator writes them.
 
-    ``hashlib`` and file reads release the GIL, so hashing a file overlaps with serialising the
-    next one; the manifest then only waits for what is still running. Files it never saw (other
-    ranks' files, a ``.metadata`` written by another rank) are hashed at commit.
+    Only for async saves (``prepare_partial_dir(..., hash_while_writing=True)``): their commit runs
+    at the next ``wait``, which blocks the training thread, so hashing the files written before it
+    saves that time. ``hashlib`` and file reads release the GIL, so hashing a file overlaps with
+    serialising the next one. Files it never saw (DCP shards, other ranks' files) are hashed at
+    commit. A synchronous save has no hasher: its background commit hashes everything after the
+    save returned, so that no hashing competes with the writes for the CPU (on a machine whose
+    cores torch's intra-op threads already use, it slowed a save by the whole hashing time).
     """
 
     def __init__(self, folder: str) -> None:
@@ -231,10 +241,11 @@ class _Hasher:
     def add(self, path: str) -> None:
         rel = os.path.relpath(os.path.abspath(path), self.folder).replace(os.sep, "/")
         if rel not in self._futures and not rel.startswith(".."):
-            self._futures[rel] = _hash_pool().submit(_manifest_entry, path)
+            self._futures[rel] = _worker().submit(_manifest_entry, path)
 
     def collect(self) -> dict[str, dict[str, Any]]:
-        return {rel: future.result() for rel, future in self._futures.items()}
+        """Every entry; one whose hash has not started yet is left to ``write_manifest``."""
+        return {rel: future.result() for rel, future in self._futures.items() if not future.cancel()}
 
     def close(self) -> None:
         for future in self._futures.values():
@@ -244,11 +255,16 @@ class _Hasher:
 _pool: ThreadPoolExecutor | None = None
 
 
-def _hash_pool() -> ThreadPoolExecutor:
-    """One hashing thread per process, started on first use (its thread exits with the process)."""
+def _worker() -> ThreadPoolExecutor:
+    """The one background thread of a process (hashes, then commits), started on first use.
+
+    One thread, first in first out: a commit runs after every hash queued before it, and commits
+    run in save order. At interpreter exit it finishes its queue (``concurrent.futures`` joins it),
+    so a normal exit never drops a commit.
+    """
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-manifest")
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-commit")
     return _pool
 
 
@@ -295,11 +311,14 @@ def partial_step_dir(output_dir: str, step: int) -> str:
     return os.path.join(output_dir, f"{PARTIAL_PREFIX}step_{step}")
 
 
-def prepare_partial_dir(output_dir: str, step: int, *, coordinator: bool) -> str:
+def prepare_partial_dir(
+    output_dir: str, step: int, *, coordinator: bool, hash_while_writing: bool = False
+) -> str:
     """The staging folder of ``step``; the coordinator removes a leftover of a killed save first.
 
     Every rank calls it; the caller places a barrier between the coordinator's call and the
-    other ranks' writes.
+    other ranks' writes. ``hash_while_writing`` (async saves) hashes each file as it is written
+    (:class:`_Hasher`); otherwise the commit hashes them all.
     """
     partial = partial_step_dir(output_dir, step)
     if coordinator:
@@ -308,7 +327,7 @@ def prepare_partial_dir(output_dir: str, step: int, *, coordinator: bool) -> str
             logger.warning(f"Removing {partial}: left by a checkpoint save that did not finish")
             shutil.rmtree(partial, ignore_errors=False) if os.path.isdir(partial) else os.unlink(partial)
         os.makedirs(partial)
-        hasher = _new_hasher(partial)
+        hasher = _new_hasher(partial) if hash_while_writing else None
         if hasher is not None:
             with _hashers_lock:
                 _hashers[hasher.folder] = hasher
@@ -318,9 +337,10 @@ def prepare_partial_dir(output_dir: str, step: int, *, coordinator: bool) -> str
 def write_manifest(
     folder: str, step: int, precomputed: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """fsync and hash every file of ``folder``, then write ``manifest.json`` atomically, last.
+    """Hash every file of ``folder`` (its writers fsynced them), then write ``manifest.json``
+    atomically, last, and fsync the folder tree.
 
-    ``precomputed`` entries (from the background hasher) are reused when the size still matches.
+    ``precomputed`` entries (from an async save's hasher) are reused when the size still matches.
     """
     precomputed = precomputed or {}
     files = {}
@@ -366,6 +386,50 @@ def commit_step_dir(partial: str, final: str, step: int) -> None:
     fault_point("commit:done")
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _drain() -> None:
+    """Wait until every commit queued in this process so far is done (failures are its owner's to
+    report, at its ``join``)."""
+    if _pool is not None:
+        _pool.submit(lambda: None).result()
+
+
+class StepCommitter:
+    """One trainer's commit in flight: :func:`commit_step_dir` on the background thread (rank 0).
+
+    ``start`` returns at once; ``join`` blocks until the commit is done and raises
+    :class:`CheckpointSaveError` naming the folder if it failed. Barriers stay with the caller,
+    on the training thread: one before ``start`` (every rank's files are on disk) and one after
+    ``join`` returned True (the folder exists for every rank). Other ranks ``start`` too, with
+    ``coordinator=False``: they only remember that a commit is in flight.
+    """
+
+    def __init__(self) -> None:
+        self._pending: tuple[Future | None, str, int] | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not None
+
+    def start(self, partial: str, final: str, step: int, *, coordinator: bool) -> None:
+        if self._pending is not None:
+            raise RuntimeError("a checkpoint commit is already in flight: join it first")
+        future = _worker().submit(commit_step_dir, partial, final, step) if coordinator else None
+        self._pending = (future, final, step)
+
+    def join(self) -> bool:
+        """Wait for the commit in flight (if any); True when there was one."""
+        if self._pending is None:
+            return False
+        future, final, step = self._pending
+        self._pending = None
+        if future is not None:
+            try:
+                future.result()
+            except Exception as exc:  # any failure of a commit is a failed save
+                raise CheckpointSaveError(final, step, exc) from exc
+        return True
 
 
 # --------------------------------------------------------------------------- verification
@@ -499,6 +563,7 @@ def resolve_checkpoint(
     without a manifest; ``dcp_check(folder)`` returns ``(file, reason)`` for damaged DCP shards.
     """
     required = tuple(required)
+    _drain()  # a folder this process is still committing (another trainer's save) may be the one
     if not os.path.isdir(path):
         raise ValueError(
             f"{field}={path!r} is not an existing directory; expected a step_<N> checkpoint folder "

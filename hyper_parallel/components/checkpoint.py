@@ -17,6 +17,11 @@ temporary name and ``os.replace``); when every rank's files are on disk, rank 0 
 (``hyper_parallel.checkpointing``). A checkpoint is therefore complete or absent, and a failed save
 raises ``CheckpointSaveError`` naming the folder: the run stops.
 
+That commit runs on rank 0's background thread (``StepCommitter``): ``save`` returns once the files
+are written, and :meth:`CheckpointManager.wait` joins the commit. ``wait`` runs before the next
+save, before a load, at the end of ``save_final`` and of a forced save, and in ``close``; a failed
+commit raises ``CheckpointSaveError`` there.
+
 Resume verifies the manifest before reading anything: a missing, truncated or altered file is a
 ``CheckpointCorruptError`` naming the folder and the file; ``load_path`` may also be the run folder
 (then its newest complete ``step_<N>/``). ``.metadata`` is read by a restricted unpickler
@@ -44,9 +49,9 @@ from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
+    StepCommitter,
     UnsafeCheckpointError,
     check_writable_dir,
-    commit_step_dir,
     dcp_files_written,
     discard_partial,
     fault_point,
@@ -226,6 +231,7 @@ class CheckpointManager(Configurable):
         self._pending: Any = None
         self._pending_step: int | None = None
         self._pending_commit: tuple[str, str, int] | None = None
+        self._committer = StepCommitter()
         self._async_group: Any = None
         self._async_group_made = False
 
@@ -280,55 +286,68 @@ class CheckpointManager(Configurable):
         return self.save(step, epoch)
 
     def save(self, step: int, epoch: int = 0, *, force: bool = False) -> str | None:
-        """Write ``step_<step>/`` when due (``force``: now, synchronously); returns it or None.
+        """Write ``step_<step>/`` when due (``force``: now, committed on return); returns it or None.
 
         Due means ``save_steps > 0``, ``step % save_steps == 0`` and ``step`` not saved yet. The HF
-        export follows the same rule with its own bookkeeping when ``save_hf_weights`` is on.
+        export follows the same rule with its own bookkeeping when ``save_hf_weights`` is on. The
+        folder is committed in the background: it exists once :meth:`wait` returned.
         """
         export = self.config.save_hf_weights and (force or self._due(step, self.last_exported_step))
         if force or self._due(step, self.last_saved_step):
             async_save = self.config.save_async and not force
-            return self._save_checkpoint(step, epoch, async_save=async_save, export=export)
+            saved = self._save_checkpoint(step, epoch, async_save=async_save, export=export)
+            if force:
+                self.wait()
+            return saved
         if export:
             self._export_step(step)
         return None
 
     def save_final(self, step: int, epoch: int = 0) -> str | None:
-        """Train end: wait for an async save, then save synchronously if ``step`` is still unsaved."""
+        """Train end: finish the save in flight, then save ``step`` if it is still unsaved; on return
+        every checkpoint of the run is committed."""
         self.wait()
         export = (
             self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step
         )
         if self.config.save_steps > 0 and step != self.last_saved_step:
-            return self._save_checkpoint(step, epoch, async_save=False, export=export)
+            saved = self._save_checkpoint(step, epoch, async_save=False, export=export)
+            self.wait()
+            return saved
         if export:
             self._export_step(step)
         return None
 
     def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool, export: bool) -> str:
-        """Stage ``step_<step>/`` (with the HF export when ``export``), then commit it (async: at ``wait``)."""
+        """Stage ``step_<step>/`` (with the HF export when ``export``) and start its commit in the
+        background (async: at ``wait``, once the shards are written)."""
         ckpt_dir = self.step_dir(step)
         self.wait()
         platform = get_platform()
         try:
-            partial = prepare_partial_dir(self.config.output_dir, step, coordinator=platform.get_rank() == 0)
+            partial = prepare_partial_dir(
+                self.config.output_dir,
+                step,
+                coordinator=platform.get_rank() == 0,
+                hash_while_writing=async_save,
+            )
             platform.barrier()
             os.makedirs(partial, exist_ok=True)
             self._write_model(partial, step, async_save=async_save)
-            # The export right after the shards: the large files first, so that the manifest's
-            # background hashing of the last one overlaps the small writes that follow.
+            # The export right after the shards: the large files first, so that (async saves)
+            # hashing the last one overlaps the small writes that follow.
             if export:
                 self._export_step(step, into=partial)
             self._write_states(partial, step, epoch)
             if async_save:
                 self._pending_commit = (partial, ckpt_dir, step)
             else:
-                self._commit(partial, ckpt_dir, step)
+                self._start_commit(partial, ckpt_dir, step)
         except self._lenient as exc:
             discard_partial(partial_step_dir(self.config.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
-        kind = "Async checkpoint issued" if async_save else "Saved checkpoint"
+        kind = "Async checkpoint issued" if async_save else "Saved checkpoint (committing in the background)"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
         return ckpt_dir
 
@@ -348,14 +367,12 @@ class CheckpointManager(Configurable):
             dcp_files_written(ckpt_dir)
             fault_point("after:model")
 
-    @staticmethod
-    def _commit(partial: str, ckpt_dir: str, step: int) -> None:
-        """Every rank's files are on disk (barrier); rank 0 writes the manifest last and renames."""
+    def _start_commit(self, partial: str, ckpt_dir: str, step: int) -> None:
+        """Every rank's files are on disk (barrier); rank 0's background thread writes the manifest
+        last and renames (joined, with the second barrier, by ``wait``)."""
         platform = get_platform()
         platform.barrier()
-        if platform.get_rank() == 0:
-            commit_step_dir(partial, ckpt_dir, step)
-        platform.barrier()
+        self._committer.start(partial, ckpt_dir, step, coordinator=platform.get_rank() == 0)
 
     def _write_states(self, ckpt_dir: str, step: int, epoch: int) -> None:
         platform = get_platform()
@@ -380,11 +397,12 @@ class CheckpointManager(Configurable):
         return self._async_group
 
     def wait(self) -> None:
-        """Block until the in-flight async save (if any) is written, then commit its folder.
+        """Block until the save in flight (if any) is committed: an async save's shards written,
+        then its folder committed, or the background commit of a synchronous save joined.
 
-        A failure raises ``CheckpointSaveError`` naming the folder.
+        Collective. A failure raises ``CheckpointSaveError`` naming the folder.
         """
-        if self._pending is None and self._pending_commit is None:
+        if self._pending is None and self._pending_commit is None and not self._committer.pending:
             return
         handle, step, commit = self._pending, self._pending_step, self._pending_commit
         self._pending = self._pending_step = self._pending_commit = None
@@ -395,10 +413,12 @@ class CheckpointManager(Configurable):
                     dcp_files_written(commit[0])
                 fault_point("after:model")
             if commit is not None:
-                self._commit(*commit)
+                self._start_commit(*commit)
         except self._lenient as exc:
             folder = commit[1] if commit is not None else self.step_dir(step or 0)
             raise CheckpointSaveError(folder, commit[2] if commit else step or 0, exc) from exc
+        if self._committer.join():
+            get_platform().barrier()  # the folder is in place for every rank
 
     def close(self) -> None:
         self.wait()
@@ -406,6 +426,8 @@ class CheckpointManager(Configurable):
     # ------------------------------------------------------------------ HF export
     def _export_step(self, step: int, *, into: str | None = None) -> str | None:
         """HF export to ``<into or step_<step>>/hf_ckpt``; ``CheckpointSaveError`` on failure."""
+        if into is None:
+            self.wait()  # ``step_<step>/`` may be a commit in flight: let its rename land first
         out_dir = os.path.join(into or self.step_dir(step), HF_SUBDIR)
         try:
             result = self.export_hf(out_dir)
@@ -457,6 +479,7 @@ class CheckpointManager(Configurable):
         path = load_path if load_path is not None else self.config.load_path
         if not path:
             return 0, 0
+        self.wait()  # a save of this run still being committed may be the one to load
         platform = get_platform()
         rank = platform.get_rank()
         path = resolve_checkpoint(
@@ -570,6 +593,7 @@ class CheckpointManager(Configurable):
         Never falls back to the random init: every failure is
         ``RuntimeError("Failed to load weights from <path>: <cause>")``.
         """
+        self.wait()  # the path may be a checkpoint of this run still being committed
         if not os.path.exists(path):
             raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
         try:

@@ -18,6 +18,7 @@ from hyper_parallel import checkpointing  # noqa: E402
 from hyper_parallel.checkpointing import (  # noqa: E402
     MANIFEST_FILE,
     CheckpointCorruptError,
+    CheckpointSaveError,
     UnwritableDirError,
     check_writable_dir,
     commit_step_dir,
@@ -45,6 +46,14 @@ def _manager(tmp_path: Path, **fields) -> CheckpointManager:
     )
 
 
+def _save(tmp_path: Path, step: int = 1) -> CheckpointManager:
+    """``save(step)`` and ``wait()``: the background commit joined, ``step_<step>/`` in place."""
+    mgr = _manager(tmp_path, save_steps=1)
+    mgr.save(step)
+    mgr.wait()
+    return mgr
+
+
 # --------------------------------------------------------------------------- staging and commit
 def test_commit_writes_the_manifest_last_and_renames(tmp_path):
     partial = prepare_partial_dir(str(tmp_path), 3, coordinator=True)
@@ -66,7 +75,7 @@ def test_fault_points_come_in_save_order(tmp_path):
     seen: list[str] = []
     checkpointing.set_fault_hook(seen.append)
     try:
-        _manager(tmp_path, save_steps=1).save(1)
+        _save(tmp_path)
     finally:
         checkpointing.set_fault_hook(None)
     assert seen == [
@@ -94,20 +103,46 @@ def test_a_leftover_partial_folder_is_replaced_with_a_warning(tmp_path, caplog):
     leftover.mkdir()
     (leftover / "__0_0.distcp").write_bytes(b"half")
     with caplog.at_level("WARNING"):
-        _manager(tmp_path, save_steps=1).save(1)
+        _save(tmp_path)
     assert any(f"Removing {leftover}" in r.getMessage() for r in caplog.records)
     assert not leftover.exists()
     verify_manifest(str(tmp_path / "step_1"))
 
 
 def test_saving_a_step_again_replaces_the_older_folder_whole(tmp_path):
-    first = _manager(tmp_path, save_steps=1)
-    first.save(1)
+    _save(tmp_path)
     (tmp_path / "step_1" / "stale.txt").write_text("from an earlier run")
-    _manager(tmp_path, save_steps=1).save(1)
+    _save(tmp_path)
     assert not (tmp_path / "step_1" / "stale.txt").exists()
     verify_manifest(str(tmp_path / "step_1"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1"]
+
+
+def test_a_save_is_committed_in_the_background_and_joined_by_wait(tmp_path):
+    mgr = _manager(tmp_path, save_steps=2)
+    assert mgr.maybe_save(2) == str(tmp_path / "step_2")
+    mgr.wait()
+    assert not (tmp_path / ".partial.step_2").exists()
+    verify_manifest(str(tmp_path / "step_2"))
+    mgr.maybe_save(4)  # load() joins the commit in flight first: it finds step_4
+    assert mgr.load(str(tmp_path)) == (4, 0)
+
+
+def test_a_failed_background_commit_stops_the_run_at_the_next_wait(tmp_path):
+    def hook(event: str) -> None:
+        if event == f"before:{MANIFEST_FILE}":
+            raise OSError(28, "No space left on device")
+
+    mgr = _manager(tmp_path, save_steps=1)
+    checkpointing.set_fault_hook(hook)
+    try:
+        mgr.save(1)  # the files are written; the commit fails on the background thread
+        with pytest.raises(CheckpointSaveError, match=r"step_1 failed at step 1: OSError.*No space left"):
+            mgr.wait()
+    finally:
+        checkpointing.set_fault_hook(None)
+    assert (tmp_path / ".partial.step_1").is_dir() and not (tmp_path / "step_1").exists()
+    mgr.wait()  # reported once; nothing is in flight any more
 
 
 def test_async_save_is_committed_at_wait(tmp_path):
@@ -122,13 +157,13 @@ def test_async_save_is_committed_at_wait(tmp_path):
 
 # --------------------------------------------------------------------------- verification
 def test_an_extra_file_beside_the_manifest_is_ignored(tmp_path):
-    _manager(tmp_path, save_steps=1).save(1)
+    _save(tmp_path)
     (tmp_path / "step_1" / "notes.txt").write_text("added later")
     assert resolve_checkpoint(str(tmp_path / "step_1"), field="f") == str(tmp_path / "step_1")
 
 
 def test_a_manifest_entry_leaving_the_folder_is_refused(tmp_path):
-    _manager(tmp_path, save_steps=1).save(1)
+    _save(tmp_path)
     manifest_path = tmp_path / "step_1" / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text())
     manifest["files"]["../elsewhere"] = {"size": 1, "sha256": "0" * 64}

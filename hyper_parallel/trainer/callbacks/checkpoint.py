@@ -9,8 +9,10 @@ Layout of one save, ``<train.checkpoint.output_dir>/step_<N>/``:
 
 A save writes everything (HF export included) into ``<output_dir>/.partial.step_<N>/``; when every
 rank's files are on disk, rank 0 writes ``manifest.json`` last and renames the folder to
-``step_<N>/`` (``hyper_parallel.checkpointing``), so a checkpoint is complete or absent. A failed
-save raises ``CheckpointSaveError`` and stops the run. Resume verifies the manifest first and
+``step_<N>/`` (``hyper_parallel.checkpointing``), so a checkpoint is complete or absent. That commit
+runs on rank 0's background thread (``StepCommitter``), joined by ``wait_for_pending`` before the
+next save, before a resume and at train end (after the final save). A failed save or commit raises
+``CheckpointSaveError`` and stops the run. Resume verifies the manifest first and
 refuses damaged state with ``CheckpointCorruptError``, the same type and message as
 ``CheckpointManager``; ``load_path`` may also be the run folder (newest complete ``step_<N>/``).
 """
@@ -33,9 +35,9 @@ from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
+    StepCommitter,
     UnsafeCheckpointError,
     check_writable_dir,
-    commit_step_dir,
     dcp_files_written,
     discard_partial,
     fault_point,
@@ -203,6 +205,7 @@ class CheckpointCallback(Callback):
         self._pending: Any = None
         self._pending_step: int | None = None
         self._pending_commit: tuple[str, str, int] | None = None
+        self._committer = StepCommitter()
         self._async_pg: Any = None
         self._async_pg_created = False
 
@@ -222,21 +225,25 @@ class CheckpointCallback(Callback):
         self.wait_for_pending()
         if self.save_steps > 0 and state.global_step != self.last_saved_step:
             self.save(state, async_save=False, final=True)
+            self.wait_for_pending()  # the run ends with every checkpoint committed
 
     # ------------------------------------------------------------------- save
     def save(self, state: Any, *, async_save: bool = False, final: bool = False) -> str:
-        """Write ``step_<global_step>/`` (staged, manifest last, renamed); ``CheckpointSaveError`` on failure."""
+        """Write ``step_<global_step>/`` (staged, manifest last, renamed in the background: it exists
+        once ``wait_for_pending`` returned); ``CheckpointSaveError`` on failure."""
         step = state.global_step
         ckpt_dir = step_dir(self.output_dir, step)
         self.wait_for_pending()
         platform = get_platform()
         try:
-            partial = prepare_partial_dir(self.output_dir, step, coordinator=_rank() == 0)
+            partial = prepare_partial_dir(
+                self.output_dir, step, coordinator=_rank() == 0, hash_while_writing=async_save
+            )
             platform.barrier()
             os.makedirs(partial, exist_ok=True)
             self._save_model(partial, async_save=async_save, step=step)
-            # The export right after the shards: the large files first, so that the manifest's
-            # background hashing of the last one overlaps the small writes that follow.
+            # The export right after the shards: the large files first, so that (async saves)
+            # hashing the last one overlaps the small writes that follow.
             exporter = self._exporter_due(step, final=final)
             if exporter is not None:
                 exporter.export(state, into=partial)
@@ -244,12 +251,12 @@ class CheckpointCallback(Callback):
             if async_save:
                 self._pending_commit = (partial, ckpt_dir, step)
             else:
-                self._commit(partial, ckpt_dir, step)
+                self._start_commit(partial, ckpt_dir, step)
         except LENIENT_ERRORS as exc:
             discard_partial(partial_step_dir(self.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
-        kind = "async checkpoint issued" if async_save else "Saved checkpoint"
+        kind = "async checkpoint issued" if async_save else "Saved checkpoint (committing in the background)"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
         self.trainer.dispatch_save_event(ckpt_dir)
         return ckpt_dir
@@ -261,14 +268,11 @@ class CheckpointCallback(Callback):
             return exporter
         return None
 
-    @staticmethod
-    def _commit(partial: str, ckpt_dir: str, step: int) -> None:
-        """Every rank's files are on disk (barrier), then rank 0 writes the manifest and renames."""
-        platform = get_platform()
-        platform.barrier()
-        if _rank() == 0:
-            commit_step_dir(partial, ckpt_dir, step)
-        platform.barrier()
+    def _start_commit(self, partial: str, ckpt_dir: str, step: int) -> None:
+        """Every rank's files are on disk (barrier); rank 0's background thread writes the manifest
+        last and renames (joined, with the second barrier, by ``wait_for_pending``)."""
+        get_platform().barrier()
+        self._committer.start(partial, ckpt_dir, step, coordinator=_rank() == 0)
 
     def _save_model(self, ckpt_dir: str, *, async_save: bool, step: int) -> None:
         model_sd = self.trainer.model.state_dict()
@@ -310,8 +314,12 @@ class CheckpointCallback(Callback):
         return self._async_pg
 
     def wait_for_pending(self) -> None:
-        """Block until the in-flight async save (if any) is written, then commit its folder."""
-        if self._pending is None and self._pending_commit is None:
+        """Block until the save in flight (if any) is committed: an async save's shards written,
+        then its folder committed, or the background commit of a synchronous save joined.
+
+        Collective. A failure raises ``CheckpointSaveError`` naming the folder.
+        """
+        if self._pending is None and self._pending_commit is None and not self._committer.pending:
             return
         pending, step = self._pending, self._pending_step
         commit = self._pending_commit
@@ -325,9 +333,11 @@ class CheckpointCallback(Callback):
                     dcp_files_written(commit[0])
                 fault_point("after:model")
             if commit is not None:
-                self._commit(*commit)
+                self._start_commit(*commit)
         except LENIENT_ERRORS as exc:
             raise CheckpointSaveError(ckpt_dir, commit[2] if commit else step or 0, exc) from exc
+        if self._committer.join():
+            get_platform().barrier()  # the folder is in place for every rank
 
     # ----------------------------------------------------------------- resume
     def _required_files(self) -> list[str]:
@@ -350,6 +360,7 @@ class CheckpointCallback(Callback):
         ``load_path`` is verified first (manifest, or the pre-manifest policy of
         ``hyper_parallel.checkpointing``); a run folder resolves to its newest complete step.
         """
+        self.wait_for_pending()  # a save of this run still being committed may be the one to load
         trainer = self.trainer
         rank = _rank()
         platform = get_platform()
@@ -482,6 +493,9 @@ class SafetensorsExportCallback(Callback):
         A failure raises ``CheckpointSaveError`` naming the folder (the run stops).
         """
         step = state.global_step
+        checkpoint = getattr(self.trainer, "checkpoint_callback", None)
+        if into is None and checkpoint is not None:
+            checkpoint.wait_for_pending()  # ``step_<N>/`` may be a commit in flight: let its rename land first
         out_dir = os.path.join(into or step_dir(self.output_dir, step), HF_SUBDIR)
         adapter_cls = getattr(getattr(self.trainer, "spec", None), "state_dict_adapter", None)
         try:

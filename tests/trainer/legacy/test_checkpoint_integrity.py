@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,11 +22,13 @@ os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from hyper_parallel import checkpointing  # noqa: E402
 from hyper_parallel.checkpointing import (  # noqa: E402
     MANIFEST_FILE,
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointNotFoundError,
+    CheckpointSaveError,
     UnsafeCheckpointError,
     write_manifest,
 )
@@ -74,6 +77,41 @@ def test_a_save_writes_a_manifest_of_every_file_last(saved, writer):
     newest = max(os.path.getmtime(folder / n) for n in manifest["files"])
     assert os.path.getmtime(folder / MANIFEST_FILE) >= newest
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".partial.")]
+
+
+@pytest.mark.parametrize("writer", ["legacy", "manager"])
+def test_a_failed_background_commit_stops_the_run_at_train_end(saved, tmp_path, writer):
+    """The step's save returns before its commit; the commit's failure is a CheckpointSaveError
+    naming the folder at the next wait (here the train-end one), and nothing is renamed."""
+
+    def hook(event: str) -> None:
+        if event == "commit:rename":
+            raise OSError(5, "Input/output error")
+
+    progress = SimpleNamespace(global_step=STEPS, epoch=1)
+    checkpointing.set_fault_hook(hook)
+    try:
+        if writer == "legacy":
+            ckpt, export = suite.legacy_callbacks(saved.state, str(tmp_path), save_steps=STEPS)
+            ckpt.on_step_end(progress)
+            export.on_step_end(progress)
+
+            def train_end() -> None:
+                ckpt.on_train_end(progress)
+        else:
+            mgr = suite.manager(saved.state, str(tmp_path), save_steps=STEPS)
+            mgr.maybe_save(STEPS, 1)
+
+            def train_end() -> None:
+                mgr.save_final(STEPS, 1)
+
+        folder = re.escape(str(tmp_path / f"step_{STEPS}"))
+        with pytest.raises(CheckpointSaveError, match=rf"{folder} failed at step {STEPS}: OSError"):
+            train_end()
+    finally:
+        checkpointing.set_fault_hook(None)
+    assert not (tmp_path / f"step_{STEPS}").exists()
+    assert (tmp_path / f".partial.step_{STEPS}" / MANIFEST_FILE).is_file()
 
 
 def _truncate(path: Path) -> None:
