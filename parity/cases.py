@@ -18,6 +18,11 @@ every pytest-xdist worker derives the same ids in the same order.
 ``share`` names the cached run a case reads (say ``e2e:hf_text``: every artifact of one trainer
 run): cases with the same ``share`` are scheduled on one pytest-xdist worker, so the run happens
 once; cases without one are spread freely. It is not part of the id either.
+
+``localise`` (tier A only) is called as ``localise(**params)`` when the case fails: it says where
+the two sides first diverged (an object with ``to_dict()`` holding ``line`` and ``evidence``, or
+such a mapping; see ``parity.localise``). The engine puts it into the failure report, and
+``python -m parity bisect CASE_ID`` runs it on demand. Not part of the id.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ class Case:
     strategies: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
     tags: tuple[str, ...] = field(default=(), compare=False)
     share: str | None = field(default=None, compare=False)
+    localise: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -129,6 +135,14 @@ class Case:
                 )
         if len(set(self.tags)) != len(self.tags):
             raise ValueError(f"case {self.name!r}: tags {self.tags!r} repeat a tag")
+        if self.localise is not None and not is_pair:
+            raise ValueError(
+                f"case {self.name!r}: a localiser compares two sides; only tier A cases take one"
+            )
+        if self.localise is not None and not callable(self.localise):
+            raise TypeError(
+                f"case {self.name!r}: localise must be callable, got {type(self.localise).__name__}"
+            )
         if self.share is not None and (not isinstance(self.share, str) or not self.share):
             raise ValueError(f"case {self.name!r}: share must be a non-empty string, got {self.share!r}")
         clash = sorted({k for k, _ in self.params} & {k for k, _ in self.strategies})
@@ -181,8 +195,10 @@ class Registry:
         strategies: Mapping[str, Any] | None = None,
         tags: tuple[str, ...] = (),
         share: str | None = None,
+        localise: Callable[..., Any] | None = None,
     ) -> Case:
-        """Register a tier A case: ``legacy(**params, **drawn)`` vs ``new(**params, **drawn)``."""
+        """Register a tier A case: ``legacy(**params, **drawn)`` vs ``new(**params, **drawn)``;
+        ``localise(**params)``, when given, names where a failure first diverged."""
         return self.add(
             Case(
                 name=name,
@@ -195,6 +211,7 @@ class Registry:
                 strategies=tuple(sorted((strategies or {}).items())),
                 tags=tags,
                 share=share,
+                localise=localise,
             )
         )
 

@@ -4,7 +4,10 @@
 - ``run``    check the selected cases: progress bar, summary table (case x backend -> pass / FAIL /
              skipped, time), each failure's report; unused goldens fail the run; exit 1 on any failure;
 - ``update`` regenerate the selected tier B goldens, serially, printing a unified diff per change;
-- ``report`` pretty-print the JSON reports under ``parity/reports/``;
+- ``report`` pretty-print the JSON reports under ``parity/reports/`` (``--html PATH``: one
+             self-contained HTML page of them, with curves and heat maps);
+- ``bisect`` localise a tier A case: the first step, phase, artifact and component where its two
+             sides diverge (cases registered with a localiser: the e2e pairs);
 - ``env``    print the CPU profile and the environment fingerprint goldens are keyed and checked by.
 
 ``--cpu-profile {portable,native}`` (or ``PARITY_CPU_PROFILE``; default portable) pins the CPU
@@ -35,7 +38,7 @@ from rich.text import Text
 from parity import golden, numerics, parallel, selfcheck_runner
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
-from parity.report import load_reports
+from parity.report import load_reports, localisation_lines, run_summary_path, write_json_atomic
 from parity.select import keyword_matches
 
 DEFAULT_CASES = "parity.suites:REGISTRY"
@@ -113,6 +116,24 @@ def build_parser() -> argparse.ArgumentParser:
     p_report = sub.add_parser("report", help="pretty-print the JSON reports")
     p_report.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR)
     p_report.add_argument("-k", dest="keyword", default=None, help="select reports by case id expression")
+    p_report.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        help="write one self-contained HTML page of the reports to this path",
+    )
+    p_report.add_argument(
+        "--png-dir", type=Path, default=None, help="with --html: also write the page's images to this folder"
+    )
+    p_bisect = sub.add_parser(
+        "bisect", help="name the first step, phase, artifact and component where a tier A case diverges"
+    )
+    p_bisect.add_argument("case_id", help="the case id (`python -m parity list`)")
+    p_bisect.add_argument(
+        "--cases", default=DEFAULT_CASES, help=f"registry to load (default {DEFAULT_CASES})"
+    )
+    p_bisect.add_argument("--json", type=Path, default=None, help="also write the result as JSON here")
+    profile(p_bisect)
     p_env = sub.add_parser("env", help="print the CPU profile and environment fingerprint")
     profile(p_env)
     p_env.add_argument("--backend", default=None, choices=SUPPORTED_BACKENDS, help="framework to describe")
@@ -142,7 +163,10 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return _report(args, console)
     if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
         return selfcheck_runner.main(args, console)
-    backends = args.backends if args.command != "env" else [args.backend] if args.backend else []
+    if args.command == "env":
+        backends = [args.backend] if args.backend else []
+    else:
+        backends = getattr(args, "backends", None) or []
     if len(backends) == 1:
         # Pick the platform before anything loads it (unset, the platform layer tries mindspore first).
         from hyper_parallel.platform import PLATFORM_ENV
@@ -160,6 +184,8 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return 2
     if args.command == "env":
         return _env(args, console)
+    if args.command == "bisect":
+        return _bisect(args, console)
     try:
         registry = load_registry(args.cases)
         cases = registry.select(args.keyword, args.ids, args.tags)
@@ -183,6 +209,44 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         )
         return 2
     return {"list": _list, "run": _run, "update": _update}[args.command](args, console, registry, cases)
+
+
+def _bisect(args: argparse.Namespace, console: Console) -> int:
+    """Localise one case: 0 when it ran (a divergence or none), 1 when it could not, 2 usage errors."""
+
+    def error(text: str) -> int:
+        console.print(f"[bold red]error:[/] {text}", highlight=False)
+        return 2
+
+    try:
+        registry = load_registry(args.cases)
+    except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
+        return error(str(exc))
+    case = registry.get(args.case_id)
+    if case is None:
+        return error(
+            f"unknown case id {args.case_id!r} ({len(registry)} cases registered; `python -m parity list` shows them)"
+        )
+    if case.localise is None:
+        with_one = sum(c.localise is not None for c in registry)
+        return error(
+            f"case {case.id!r} has no localiser ({with_one} of {len(registry)} cases have one: the tier A pairs "
+            "registered with `localise=`, such as the e2e trainer pairs)"
+        )
+    from parity.env import ensure_deterministic
+
+    engine = _engine_for(registry)
+    ensure_deterministic(engine.platform())
+    result = engine.localise(case)
+    console.rule(f"bisect {case.id}")
+    console.print("\n".join(localisation_lines(result)), soft_wrap=True, markup=False, highlight=False)
+    if args.json is not None:
+        write_json_atomic(args.json, result)
+    return 0 if result.get("status") in ("diverged", "equal") else 1
+
+
+def _engine_for(registry: Registry) -> Engine:
+    return Engine(registry, report_dir=None, commands=CliCommands(registry.source, golden.DEFAULT_ROOT))
 
 
 def _ids_text(ids: list[str]) -> str:
@@ -300,6 +364,8 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
             hypothesis_blob=args.hypothesis_blob,
         )
     _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
+    if args.report_dir is not None:
+        _write_run_summary(args.report_dir, engine, outcomes)
     for outcome in outcomes:
         if outcome.status in ("fail", "error"):
             _print_message(console, outcome)
@@ -313,6 +379,41 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
         f"[{style}]{passed} passed, {failed} failed, {skipped} skipped, {len(unused)} unused golden(s)[/]"
     )
     return 1 if failed or unused else 0
+
+
+def _write_run_summary(report_dir: Path, engine: Engine, outcomes: list[Outcome]) -> None:
+    """``<report dir>/last_run.json``: every case of this run (the HTML report's summary table)."""
+    import datetime
+
+    from parity.env import ensure_deterministic
+
+    backends = sorted({o.backend for o in outcomes})
+    try:
+        ensure_deterministic(engine.platform())  # as every check ran (workers may have been forked)
+    except Exception:  # the fingerprint is informational
+        pass
+    summary = {
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "platform": engine._key_or_unknown(),
+        "fingerprint": {b: engine._fingerprint_or_none(b) for b in backends},
+        "cases": [
+            {
+                "case_id": o.case.id,
+                "tier": o.case.tier,
+                "kind": o.case.kind,
+                "backend": o.backend,
+                "platform": o.platform,
+                "status": o.status,
+                "seconds": round(o.seconds, 3),
+                "message": o.message.splitlines()[0] if o.message and o.status != "pass" else "",
+            }
+            for o in outcomes
+        ],
+    }
+    try:
+        write_json_atomic(run_summary_path(report_dir), summary)
+    except OSError:
+        pass  # the summary is a convenience for `report --html`; the run's result stands
 
 
 def _update(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
@@ -389,6 +490,19 @@ def _print_unused(console: Console, unused: list[tuple[Path, str]]) -> None:
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:
+    if args.html is not None:
+        from parity.html_report import write_html
+
+        try:
+            written = write_html(args.report_dir, args.html, png_dir=args.png_dir, keyword=args.keyword)
+        except OSError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            return 2
+        console.print(
+            f"wrote {args.html} ({written.failing} failing case(s), {written.images} image(s))",
+            highlight=False,
+        )
+        return 0
     reports = load_reports(args.report_dir)
     shown = 0
     for path, data, error in reports:
@@ -415,6 +529,7 @@ def _report(args: argparse.Namespace, console: Console) -> int:
             ("max |diff|", summary.get("max_abs_diff")),
             ("max ULP", summary.get("max_ulp")),
             ("hypothesis blob", (data.get("hypothesis") or {}).get("blob")),
+            ("localisation", (data.get("localisation") or {}).get("line")),
             ("reproduce", data.get("reproduce")),
             ("file", str(path)),
         ):

@@ -11,7 +11,9 @@ Per case and backend:
   file), returning a unified diff.
 
 A failing case gets a ``ParityReport`` (text for the failure message, JSON under the report dir);
-a passing one removes its stale report. Nothing here prints.
+a passing one removes its stale report. A failing tier A case with a localiser (``Case.localise``)
+also gets where its two sides first diverged, in the text and in the JSON (``localisation``).
+Nothing here prints.
 """
 
 from __future__ import annotations
@@ -184,9 +186,35 @@ class Engine:
             outcome = Outcome(
                 case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
             )
+        if outcome.status == "fail" and outcome.report is not None and case.localise is not None:
+            outcome.report.localisation = self.localise(case)
+            outcome.message = outcome.report.to_text()
         outcome.seconds = time.perf_counter() - start
+        if outcome.report is not None:
+            outcome.report.seconds = outcome.seconds
+            outcome.report.fingerprint = self._fingerprint_or_none(backend)
         self._store_report(outcome)
         return outcome
+
+    def localise(self, case: Case) -> dict[str, Any]:
+        """``case.localise(**params)`` as a JSON-able dict with ``line`` and ``evidence``; a
+        localiser that raises gives a ``status: error`` result instead (the failure stays the news)."""
+        if case.localise is None:
+            raise ValueError(f"case {case.id} has no localiser")
+        try:
+            result = case.localise(**case.param_dict)
+            data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+            if not isinstance(data.get("line"), str):
+                raise TypeError(f"the localiser returned no 'line' string: {sorted(data)}")
+            return data
+        except Exception as exc:  # a broken localiser must not hide the failure
+            tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+            return {
+                "status": "error",
+                "message": f"{type(exc).__name__}: {exc}",
+                "line": f"first divergence: not localised (error): the localiser raised {type(exc).__name__}: {exc}",
+                "evidence": "".join(tb).rstrip().splitlines()[-6:],
+            }
 
     def produce_golden(self, case: Case, backend: str) -> tuple[Path, str]:
         """The golden path and the canonical golden text this run produces for a tier B case."""
@@ -394,6 +422,12 @@ class Engine:
             write_json_atomic(path, outcome.report.to_dict())
         elif outcome.status == "pass":
             path.unlink(missing_ok=True)
+
+    def _fingerprint_or_none(self, backend: str) -> dict[str, Any] | None:
+        try:
+            return fingerprint(backend, self.platform())
+        except Exception:  # informational only
+            return None
 
     def _key_or_unknown(self) -> str:
         try:

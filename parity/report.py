@@ -4,6 +4,10 @@ A report names the case, backend, platform, the first differing artifact path an
 mismatch count, max |diff|, max ULP distance, both values in hex, and a one-line command that
 reproduces it (with the hypothesis blob when the inputs were generated). JSON reports live under
 ``parity/reports/<backend>/<platform>/<case_id>.json`` (gitignored) and are written atomically.
+A tier A case with a localiser adds where its two sides first diverged (``localisation``: the
+greppable ``first divergence: ...`` line, evidence, and what ``parity.html_report`` plots).
+``python -m parity run`` also writes ``parity/reports/last_run.json``: every case of the run with
+its status and time (``load_run_summary``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ __all__ = [
     "report_path",
     "write_json_atomic",
     "load_reports",
+    "load_run_summary",
+    "localisation_lines",
+    "run_summary_path",
     "MAX_TEXT_DIFFERENCES",
 ]
 
 MAX_TEXT_DIFFERENCES = 20
 MAX_JSON_DIFFERENCES = 200
+RUN_SUMMARY = "last_run.json"
 
 
 @dataclass
@@ -45,6 +53,10 @@ class ParityReport:
     hypothesis: dict[str, str] | None = None  # version, blob, falsifying example
     # The golden was recorded in another environment: one line naming the fields (parity.golden).
     environment: str | None = None
+    # Where the two sides first diverged (``parity.localise.Localisation.to_dict()``), tier A only.
+    localisation: dict[str, Any] | None = None
+    seconds: float | None = None  # the check's wall time
+    fingerprint: dict[str, Any] | None = None  # the environment this run checked in (parity.env)
 
     @property
     def first(self) -> Difference | None:
@@ -100,6 +112,9 @@ class ParityReport:
             "differences_total": len(self.differences),
             "hypothesis": self.hypothesis,
             "reproduce": self.reproduce,
+            "localisation": self.localisation,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "fingerprint": self.fingerprint,
         }
 
     def to_text(self) -> str:
@@ -113,6 +128,8 @@ class ParityReport:
             lines.append(f"  {self.error}")
         sides = ("legacy", "new") if self.tier == "A" else ("golden", "produced")
         lines += difference_lines(self.differences, sides)
+        if self.localisation:
+            lines += [f"  {line}" for line in localisation_lines(self.localisation)]
         if self.hypothesis:
             example = self.hypothesis.get("falsifying_example")
             if example:
@@ -188,6 +205,12 @@ def difference_lines(
     return lines
 
 
+def localisation_lines(localisation: dict[str, Any]) -> list[str]:
+    """The greppable ``first divergence: ...`` line, then its evidence lines (indented)."""
+    line = localisation.get("line") or "first divergence: not localised (no line in the result)"
+    return [str(line), *(f"  {e}" for e in localisation.get("evidence") or ())]
+
+
 def report_path(report_dir: Path, backend: str, platform: str, case_id: str) -> Path:
     return Path(report_dir) / backend / platform / f"{case_id}.json"
 
@@ -197,13 +220,29 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(Path(path), canonical_json(data))
 
 
+def run_summary_path(report_dir: Path) -> Path:
+    return Path(report_dir) / RUN_SUMMARY
+
+
+def load_run_summary(report_dir: Path) -> dict[str, Any] | None:
+    """The last ``python -m parity run``'s summary (``cases``: id, tier, backend, status, seconds),
+    or None when there is none or it does not parse."""
+    try:
+        data = json.loads(run_summary_path(report_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("cases"), list) else None
+
+
 def load_reports(report_dir: Path) -> list[tuple[Path, dict[str, Any] | None, str | None]]:
-    """Every ``*.json`` report under ``report_dir``: (path, data or None, error or None), sorted."""
+    """Every case report (``<backend>/<platform>/*.json``, at any depth below ``report_dir``; files
+    directly in ``report_dir``, such as ``last_run.json`` or ``selfcheck.json``, are not case
+    reports): (path, data or None, error or None), sorted."""
     out = []
     root = Path(report_dir)
     if not root.is_dir():
         return out
-    for path in sorted(root.rglob("*.json")):
+    for path in sorted(p for p in root.rglob("*.json") if p.parent != root):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             out.append((path, data, None))

@@ -12,6 +12,10 @@ consumed, metric records, the final checkpoint (model, optimizer, scheduler, RNG
 state) and the HF export. An artifact that cannot be read becomes an error of its own case only:
 one missing checkpoint file must not turn the loss comparison into an error too.
 
+Every pair case has a localiser (``localise_pair``): when one fails, ``parity.localise`` replays
+the recipe on both trainers in lockstep and names the first step, phase, artifact and component
+that differ; the report carries that, plus the loss, grad norm and LR curves of the case's runs.
+
 The functions are also the building blocks of ``tests/trainer/new/test_trainer_parity.py``.
 """
 
@@ -486,7 +490,30 @@ def _pythonpath() -> str:
 
 
 # ----------------------------------------------------------------------------- case producers
-@functools.cache
+class _RunCache:
+    """``functools.cache`` for the recipe runs, plus ``peek`` (a cached result or None, never a
+    run) and a ``generation`` that ``cache_clear`` moves on (so results derived from the runs,
+    such as localisations, are dropped with them)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self._fn, self._results = fn, {}
+        self.generation = 0
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        if args not in self._results:
+            self._results[args] = self._fn(*args)
+        return self._results[args]
+
+    def peek(self, *args: Any) -> Any:
+        return self._results.get(args)
+
+    def cache_clear(self) -> None:
+        self._results.clear()
+        self.generation += 1
+
+
+@_RunCache
 def _recipe_run(recipe: str, sides: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return run_recipe(recipe, sides)
 
@@ -525,23 +552,80 @@ def new_curve(*, recipe: str) -> dict[str, Any]:
     return {name: _pick(run, name)[name] for name in (*_CURVES, "batches")}
 
 
+_SEED = 42
+_LOCALISED: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+def localise_pair(*, recipe: str, artifact: str) -> dict[str, Any]:
+    """Where the recipe's two trainers first diverge (``parity.localise.localise_recipe``).
+
+    One replay per recipe (the eight artifact cases of a failing recipe share it) until the run
+    cache is cleared. ``curves`` are those of the case's own runs (every step) when they are
+    cached, else the replay's (up to the divergent step). ``artifact`` names the failing case only.
+    """
+    from parity.localise import localise_recipe
+
+    cached = _LOCALISED.get(recipe)
+    if cached is None or cached[0] != _recipe_run.generation:
+        cached = (_recipe_run.generation, localise_recipe(recipe, seed=_SEED).to_dict())
+        _LOCALISED[recipe] = cached
+    data = {**cached[1], "case_artifact": artifact}
+    curves = _cached_curves(recipe)
+    if curves is not None:
+        data["curves"] = curves
+    return data
+
+
+def _cached_curves(recipe: str) -> dict[str, Any] | None:
+    """Per step loss, grad norm and lr of both sides of a single-process recipe, if both runs are cached."""
+    runs = {side: _recipe_run.peek(recipe, (side,)) for side in ("legacy", "new")}
+    if RECIPES[recipe].nproc > 1 or any(run is None for run in runs.values()):
+        return None
+    out: dict[str, Any] = {"source": "the case's runs, every step"}
+    for side, run in runs.items():
+        run = run[side]
+        lrs = run["lr_curve"]
+        lr_values = [] if isinstance(lrs, ArtifactError) else [_value(v) for v in lrs]
+        losses, norms = run["raw"]["losses"], run["raw"]["grad_norms"]
+        out[side] = {
+            "step": list(range(1, len(losses) + 1)),
+            "loss": [_value(v) for v in losses],
+            "grad_norm": [_value(v) for v in norms],
+            "lr": lr_values,
+        }
+    return out
+
+
+def _value(value: Any) -> float | None:
+    """A finite float (a ``FloatLeaf``'s value or a number), else None (JSON has no NaN)."""
+    value = value.value if isinstance(value, canonical.FloatLeaf) else value
+    if isinstance(value, list):  # an lr curve entry per param group: the first group's
+        value = value[0] if value else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
 for _recipe in RECIPES:
     for _artifact in ARTIFACTS:
         REGISTRY.pair(
             "trainer_e2e",
             kind="e2e",
             tags=("e2e",),
-            seed=42,
+            seed=_SEED,
             params={"recipe": _recipe, "artifact": _artifact},
             legacy=legacy_side,
             new=new_side,
             share=f"e2e:{_recipe}",
+            localise=localise_pair,
         )
     REGISTRY.golden(
         "hyper_trainer_curve",
         kind="train_curve",
         tags=("e2e",),
-        seed=42,
+        seed=_SEED,
         params={"recipe": _recipe},
         producer=new_curve,
         share=f"e2e:{_recipe}",
