@@ -72,15 +72,15 @@ def run_cases(
     units = schedule(jobs)
     workers = min(workers, len(units))
     if workers <= 1 or not hasattr(os, "fork"):
-        outcomes = []
-        for job in jobs:
+        serial: list[Outcome] = []
+        for case, backend in jobs:
             if on_start is not None:
-                on_start(job)
-            outcome = engine.check(*job, hypothesis_blob=hypothesis_blob)
+                on_start((case, backend))
+            outcome = engine.check(case, backend, hypothesis_blob=hypothesis_blob)
             if on_done is not None:
                 on_done(outcome)
-            outcomes.append(outcome)
-        return outcomes
+            serial.append(outcome)
+        return serial
 
     context = mp.get_context("fork")
     tasks: Any = context.SimpleQueue()
@@ -143,10 +143,10 @@ def _worker(engine: Engine, jobs: list[Job], tasks: Any, results: Any, hypothesi
         while (unit := tasks.get()) is not None:
             for index in unit:
                 results.put(("start", index, None))
+                case, backend = jobs[index]
                 try:
-                    outcome = engine.check(*jobs[index], hypothesis_blob=hypothesis_blob)
+                    outcome = engine.check(case, backend, hypothesis_blob=hypothesis_blob)
                 except BaseException:  # noqa: BLE001 - the engine catches case errors; this is a bug
-                    case, backend = jobs[index]
                     outcome = Outcome(
                         case=case,
                         backend=backend,
