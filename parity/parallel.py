@@ -117,15 +117,15 @@ def run_cases(
             if on_start is not None:
                 on_start(jobs[index])
         else:
-            outcome = _restore(payload, jobs[index][0])
-            outcomes[index] = outcome
+            done = _restore(payload, jobs[index][0])
+            outcomes[index] = done
             remaining -= 1
             if on_done is not None:
-                on_done(outcome)
+                on_done(done)
     for proc in procs:
         proc.join(timeout=30)
-    for index, outcome in enumerate(outcomes):
-        if outcome is None:  # a worker died under this case (killed, out of memory)
+    for index, slot in enumerate(outcomes):
+        if slot is None:  # a worker died under this case (killed, out of memory)
             case, backend = jobs[index]
             outcomes[index] = Outcome(
                 case=case,
