@@ -191,7 +191,6 @@ class Engine:
             outcome.message = outcome.report.to_text()
         outcome.seconds = time.perf_counter() - start
         if outcome.report is not None:
-            outcome.report.seconds = outcome.seconds
             outcome.report.fingerprint = self._fingerprint_or_none(backend)
         self._store_report(outcome)
         return outcome

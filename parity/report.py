@@ -55,7 +55,6 @@ class ParityReport:
     environment: str | None = None
     # Where the two sides first diverged (``parity.localise.Localisation.to_dict()``), tier A only.
     localisation: dict[str, Any] | None = None
-    seconds: float | None = None  # the check's wall time
     fingerprint: dict[str, Any] | None = None  # the environment this run checked in (parity.env)
 
     @property
@@ -113,7 +112,6 @@ class ParityReport:
             "hypothesis": self.hypothesis,
             "reproduce": self.reproduce,
             "localisation": self.localisation,
-            "seconds": None if self.seconds is None else round(self.seconds, 3),
             "fingerprint": self.fingerprint,
         }
 

@@ -73,6 +73,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("benchmarks.bench_component_optim", "parity"): "times the optimizer/LR suite cases",
     ("benchmarks.bench_harness", "parity"): "benchmarks the harness (canonicalise + compare)",
     ("benchmarks.bench_hyper_trainer", "parity"): "reuses the legacy-trainer suite's recipe setup",
+    ("benchmarks.bench_localise", "parity"): "times the harness's localiser against plain trainer steps",
 }
 
 

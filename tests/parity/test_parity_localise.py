@@ -208,7 +208,7 @@ def test_a_failing_e2e_case_carries_its_localisation_in_text_and_json(fresh_runs
     assert loc["line"] == line and loc["component"] == "loss" and loc["case_artifact"] == "losses"
     assert loc["curves"]["source"] == "the case's runs, every step"
     assert len(loc["curves"]["legacy"]["loss"]) == 7 and loc["curves"]["legacy"] != loc["curves"]["new"]
-    assert data["fingerprint"]["backend"] == "torch" and data["seconds"] > 0
+    assert data["fingerprint"]["backend"] == "torch" and "seconds" not in data  # reports do not vary by run
     # The other artifacts of the recipe reuse the same replay.
     replays = []
     monkeypatch.setattr("parity.localise.localise_recipe", lambda *a, **k: replays.append(a) or pytest.fail())
