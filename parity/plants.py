@@ -273,7 +273,7 @@ PLANTS: tuple[Plant, ...] = (
         "dp_rank=data_parallel_rank(get_platform().get_rank(), self.parallel_dims.non_dp_size),",
         "dp_rank=get_platform().get_rank(),",
         "the trainer gives the dataloader the global rank as dp rank",
-        needs="a multi-rank e2e pair with tp/cp/ep > 1 (or a trainer-level dp-rank case)",
+        needs="a trainer-level dp-rank case with tp/cp/ep > 1 (the 2-rank e2e pair has dp rank == rank)",
     ),
     _plant(
         "hazard_legacy_dp_rank_by_dp_size",
@@ -1051,7 +1051,7 @@ PLANTS: tuple[Plant, ...] = (
         "            self.checkpointer.load_weights(self.config.training.weights_path)\n",
         "            pass  # initial weights not loaded\n",
         "step 10 (checkpoint): training.weights_path is not loaded",
-        needs="an e2e pair from initial weights (model.weights_path)",
+        needs="a suite case training from initial weights (model.weights_path); the pair in tests/ is not in the suite",
     ),
     _plant(
         "init_log_history_detached",
@@ -1152,7 +1152,7 @@ PLANTS: tuple[Plant, ...] = (
         "                    self.dataloader.set_epoch(epoch)\n",
         "",
         "the sampler is not reseeded per epoch (every epoch reads the epoch-0 order)",
-        needs="an e2e pair over more than one epoch (num_train_epochs > 1)",
+        needs="an e2e pair over more than one epoch with shuffle on (the preset recipe's two epochs do not shuffle)",
     ),
     _plant(
         "step_throughput_from_config",
