@@ -217,22 +217,30 @@ def _check_probe(probe: Path, copy: Path) -> None:
             )
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _failed_cases(report_dir: Path, output: str) -> list[str]:
-    """Failing case ids in run order (output lines), then any that only a JSON report names."""
-    ids: list[str] = []
-    for match in _CASE_LINE.finditer(output):
-        if match.group(1) not in ids:
-            ids.append(match.group(1))
-    reported = []
+    """Failing case ids in run order (output lines, the run summary), then any that only a case
+    report names (``<backend>/<platform>/<id>.json``), then unused goldens."""
+    ids: list[str] = [m.group(1) for m in _CASE_LINE.finditer(output)]
+    # ``last_run.json`` (where the run writes one): every case with its status.
+    summary = _read_json(report_dir / "last_run.json")
+    cases = summary.get("cases") if isinstance(summary, dict) else None
+    for entry in cases if isinstance(cases, list) else []:
+        if isinstance(entry, dict) and entry.get("status") in ("fail", "error") and entry.get("case_id"):
+            ids.append(str(entry["case_id"]))
     if report_dir.is_dir():
-        for path in sorted(report_dir.rglob("*.json")):
-            try:
-                case_id = json.loads(path.read_text(encoding="utf-8")).get("case_id")
-            except (OSError, ValueError):
-                case_id = f"unreadable report {path.name}"
-            if case_id and case_id not in ids and case_id not in reported:
-                reported.append(str(case_id))
-    ids += reported
+        for path in sorted(p for p in report_dir.rglob("*.json") if p.parent != report_dir):
+            data = _read_json(path)
+            case_id = data.get("case_id") if isinstance(data, dict) else f"unreadable report {path.name}"
+            if case_id:
+                ids.append(str(case_id))
+    ids = list(dict.fromkeys(ids))
     for match in _UNUSED_LINE.finditer(output):
         entry = f"unused golden {Path(match.group(1)).name}"
         if entry not in ids:

@@ -114,11 +114,16 @@ def test_classify(expected, rc, error, outcome):
     assert classify(_bogus(expected=expected), RunResult(rc=rc, seconds=1.0, error=error)) == outcome
 
 
-def test_failed_cases_come_from_fail_and_error_lines_and_reports(tmp_path):
-    reports = tmp_path / "reports" / "torch" / "cpu"
+def test_failed_cases_come_from_fail_and_error_lines_the_run_summary_and_reports(tmp_path):
+    root = tmp_path / "reports"
+    reports = root / "torch" / "cpu"
     reports.mkdir(parents=True)
     (reports / "c.json").write_text(json.dumps({"case_id": "losses.only_in_a_report"}))
     (reports / "a.json").write_text(json.dumps({"case_id": "lr_curve.a-steps=1"}))
+    summary = {"cases": [{"case_id": "rng.ok", "status": "pass"}, {"case_id": "rng.red", "status": "fail"}]}
+    (root / "last_run.json").write_text(json.dumps(summary))
+    # A file directly in the report folder is not a case report.
+    (root / "selfcheck.json").write_text(json.dumps({"case_id": "not.a.case.report"}))
     output = (
         "PARITY FAIL  case=lr_curve.a-steps=1  backend=torch  platform=cpu  tier=A (legacy vs new)\n"
         "PARITY ERROR  case=batches.b-n=2  backend=torch: KeyError: 'x'\n"
@@ -127,6 +132,7 @@ def test_failed_cases_come_from_fail_and_error_lines_and_reports(tmp_path):
     assert _failed_cases(tmp_path / "reports", output) == [
         "lr_curve.a-steps=1",
         "batches.b-n=2",
+        "rng.red",
         "losses.only_in_a_report",
         "unused golden old.case.json",
     ]
