@@ -180,7 +180,9 @@ class Engine:
                 outcome = self._check_pair(case, backend, hypothesis_blob)
             else:
                 outcome = self._check_golden(case, backend)
-        except Exception as exc:  # noqa: BLE001 - reported as an error outcome by the CLI
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - an error outcome; DCP's CheckpointException is a BaseException
             if not self.catch_errors:
                 raise
             outcome = Outcome(

@@ -102,3 +102,18 @@ def test_hypothesis_profiles_are_registered():
     assert hsettings.get_profile("ci").derandomize is True  # inherited from hypothesis's built-in ci
     assert selected_profile({"CI": "1"}) == "ci" and selected_profile({}) == "dev"
     assert selected_profile({"HYPOTHESIS_PROFILE": "nightly", "CI": "1"}) == "nightly"
+
+
+def test_a_producer_raising_a_base_exception_is_an_error_of_its_case(tmp_path):
+    """torch DCP's CheckpointException derives from BaseException: it must not end the run."""
+
+    class NotAnException(BaseException):
+        pass
+
+    def raises(**_):
+        raise NotAnException("a checkpoint could not be read")
+
+    registry = Registry()
+    case = registry.pair("base_exc", kind="losses", legacy=raises, new=raises)
+    outcome = Engine(registry, golden_root=tmp_path, report_dir=None).check(case, "torch")
+    assert outcome.status == "error" and "a checkpoint could not be read" in outcome.message
