@@ -16,6 +16,7 @@ Tier B: the new components' outputs on the same fixed inputs (loss and logits gr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -188,6 +189,80 @@ def component_loss_golden(*, seed: int, batch: int, seq: int, data_seed: int, ig
     return {"loss": loss.detach(), "logits_grad": logits.grad}
 
 
+def _relabelled_batch(*, ignore_index: int, batch: int, seq: int, data_seed: int, ignore: str):
+    """``(ids, legacy_labels, new_labels)``: the legacy labels ignore with -100 (its only value),
+    the new ones with ``ignore_index`` at the same positions; a kept label equal to
+    ``ignore_index`` is moved to the next id on both sides so that it stays kept."""
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    ignored = labels == -100
+    labels = labels.masked_fill(~ignored & (labels == ignore_index), (ignore_index + 1) % _VOCAB)
+    return ids, labels, labels.masked_fill(ignored, ignore_index)
+
+
+def legacy_loss_ignore_index(
+    *, ignore_index: int, chunks: int, batch: int, seq: int, data_seed: int, ignore: str
+):
+    del chunks
+    ids, labels, _ = _relabelled_batch(
+        ignore_index=ignore_index, batch=batch, seq=seq, data_seed=data_seed, ignore=ignore
+    )
+    return _legacy_forward_loss(debug_model(0), ids, labels)
+
+
+def new_loss_ignore_index(
+    *, ignore_index: int, chunks: int, batch: int, seq: int, data_seed: int, ignore: str
+):
+    from hyper_parallel.components.loss import ChunkedCELoss, CrossEntropyLoss
+
+    ids, _, labels = _relabelled_batch(
+        ignore_index=ignore_index, batch=batch, seq=seq, data_seed=data_seed, ignore=ignore
+    )
+    if chunks == 0:
+        loss = CrossEntropyLoss.Config(ignore_index=ignore_index).build()
+    else:
+        loss = ChunkedCELoss.Config(chunks=chunks, ignore_index=ignore_index).build()
+    model = debug_model(0)
+    _clear_grads(model)
+    return _loss_and_grads(model, loss(model.forward_logits(ids), labels))
+
+
+def _loss_and_grads_any(model, loss) -> dict[str, Any]:
+    """``_loss_and_grads`` for any reduction: a per-token loss is backpropagated through its sum."""
+    (loss if loss.dim() == 0 else loss.sum()).backward()
+    grads = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+    _clear_grads(model)
+    return {"loss": loss.detach(), "grads": grads}
+
+
+def legacy_loss_reduction(*, reduction: str, chunks: int, batch: int, seq: int, data_seed: int, ignore: str):
+    """The legacy in-forward loss formula (qwen3_5 ``forward``) with ``reduction`` in place of mean."""
+    import torch.nn.functional as F
+
+    del chunks
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    model = debug_model(0)
+    _clear_grads(model)
+    logits = model.forward_logits(ids)
+    shift = F.pad(labels, (0, 1), value=-100)[..., 1:]
+    loss = F.cross_entropy(
+        logits.float().view(-1, logits.shape[-1]), shift.reshape(-1), ignore_index=-100, reduction=reduction
+    )
+    return _loss_and_grads_any(model, loss)
+
+
+def new_loss_reduction(*, reduction: str, chunks: int, batch: int, seq: int, data_seed: int, ignore: str):
+    from hyper_parallel.components.loss import ChunkedCELoss, CrossEntropyLoss
+
+    ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    if chunks == 0:
+        loss = CrossEntropyLoss.Config(reduction=reduction).build()
+    else:
+        loss = ChunkedCELoss.Config(chunks=chunks, reduction=reduction).build()
+    model = debug_model(0)
+    _clear_grads(model)
+    return _loss_and_grads_any(model, loss(model.forward_logits(ids), labels))
+
+
 # ----------------------------------------------------------------------------- tokenizers
 
 
@@ -230,12 +305,12 @@ def tokenizer_variant(name: str) -> Path:
     return out
 
 
-def legacy_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB):
+def legacy_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB, *overrides: str):
     """The tokenizer ``LLMTrainer._build_model_assets`` builds (model stub with ``config.vocab_size``)."""
     from hyper_parallel.trainer.base import BaseTrainer
     from hyper_parallel.trainer.llm_trainer import LLMTrainer
 
-    args = _legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}")
+    args = _legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}", *overrides)
     base = BaseTrainer.__new__(BaseTrainer)
     base.args = args
     base.model = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab_size)) if vocab_size else None
@@ -279,6 +354,104 @@ def new_token_ids(*, variant: str, special: bool, texts: tuple[str, ...] | list[
     return _token_tree(
         texts, lambda t: tok.encode(t, add_special_tokens=special), tok.decode, tok, tok.pad_token_id
     )
+
+
+_PAD_TEXTS = TEXTS[:4] + ("<|im_end|> and <|endoftext|>",)
+
+
+@functools.cache
+def _pad_override_folder(variant: str, pad_token: str) -> Path:
+    """``variant``'s folder with ``pad_token`` written into its tokenizer_config (the legacy way to
+    get the pad token that ``HuggingFaceTokenizer.Config.pad_token`` asks for)."""
+    src = tokenizer_variant(variant)
+    out = _variant_root() / f"{variant}-pad-{pad_token.strip('<|>')}"
+    out.mkdir(parents=True, exist_ok=True)
+    config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["pad_token"] = pad_token
+    (out / "tokenizer.json").write_bytes((src / "tokenizer.json").read_bytes())
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    return out
+
+
+def legacy_config_pad(*, variant: str, pad: str):
+    """``pad``: the special token's name, ``<|{pad}|>`` (case params allow no ``<|``)."""
+    tok = legacy_tokenizer(_pad_override_folder(variant, f"<|{pad}|>"))
+    tree = _token_tree(_PAD_TEXTS, lambda t: tok(t)["input_ids"], tok.decode, tok, tok.pad_token_id)
+    return {**tree, "pad_token": tok.pad_token}
+
+
+def new_config_pad(*, variant: str, pad: str):
+    tok = new_tokenizer(tokenizer_variant(variant), pad_token=f"<|{pad}|>")
+    tree = _token_tree(_PAD_TEXTS, tok.encode, tok.decode, tok, tok.pad_token_id)
+    return {**tree, "pad_token": tok.pad_token}
+
+
+@contextlib.contextmanager
+def _record_from_pretrained():
+    """``AutoTokenizer.from_pretrained`` wrapped: each call's ``trust_remote_code`` is recorded."""
+    from unittest import mock
+
+    from transformers import AutoTokenizer
+
+    seen: list[Any] = []
+    original = AutoTokenizer.from_pretrained
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("trust_remote_code", "<not passed>"))
+        return original(*args, **kwargs)
+
+    with mock.patch.object(AutoTokenizer, "from_pretrained", recorder):
+        yield seen
+
+
+def legacy_trust_remote_code(*, trust_remote_code: bool):
+    with _record_from_pretrained() as seen:
+        legacy_tokenizer(
+            tokenizer_variant("asset"), _VOCAB, f"--model.trust_remote_code={str(trust_remote_code).lower()}"
+        )
+    return {"trust_remote_code": seen}
+
+
+def new_trust_remote_code(*, trust_remote_code: bool):
+    with _record_from_pretrained() as seen:
+        new_tokenizer(tokenizer_variant("asset"), trust_remote_code=trust_remote_code)
+    return {"trust_remote_code": seen}
+
+
+def _refusal(build) -> dict[str, Any]:
+    """The error ``build()`` raises: type, whether it names ``model.vocab_size``, and its numbers."""
+    import re
+
+    try:
+        build()
+    except Exception as exc:  # noqa: BLE001 - the error itself is the compared value
+        text = str(exc)
+        return {
+            "error": type(exc).__name__,
+            "names_field": "model.vocab_size" in text,
+            "numbers": re.findall(r"\b\d+\b", text.split(" has ", 1)[-1]),
+        }
+    return {"error": None}
+
+
+def legacy_vocab_refusal(*, vocab_size: int):
+    return _refusal(lambda: legacy_tokenizer(tokenizer_variant("asset"), vocab_size))
+
+
+def new_vocab_refusal(*, vocab_size: int):
+    """``HyperTrainer._init_tokenizer`` (init step 2) on a Config mapped from the same legacy YAML."""
+    from hyper_parallel.trainer.hyper_trainer import HyperTrainer
+    from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
+
+    args = _legacy_args(
+        "--data.type=hf_datasets",
+        f"--model.tokenizer_path={tokenizer_variant('asset')}",
+        f"--model.vocab_size={vocab_size}",
+    )
+    trainer = HyperTrainer.__new__(HyperTrainer)
+    trainer.config = legacy_to_trainer_config(args)
+    trainer.spec = trainer.config.model_spec
+    return _refusal(trainer._init_tokenizer)
 
 
 def _transform_and_collate(tok, pad_token_id, *, cutoff: int, rows: int) -> dict[str, Any]:
@@ -337,6 +510,40 @@ for _extra in _LOSS_PAIRS:
         new=new_loss,
     )
 
+# ignore_index other than -100 (legacy: always -100, so its labels use -100 at the same places).
+for _extra in (
+    {"ignore_index": -1, "chunks": 0},
+    {"ignore_index": 0, "chunks": 0},
+    {"ignore_index": 0, "chunks": 3},
+    {"ignore_index": 5, "chunks": 4},
+):
+    REGISTRY.pair(
+        "component_loss_ignore_index_vs_legacy",
+        kind="losses",
+        tags=("loss",),
+        seed=0,
+        params={"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra},
+        legacy=legacy_loss_ignore_index,
+        new=new_loss_ignore_index,
+    )
+
+# reduction sum / none against the legacy formula with that reduction.
+for _extra in (
+    {"reduction": "sum", "chunks": 0},
+    {"reduction": "none", "chunks": 0},
+    {"reduction": "sum", "chunks": 3},
+    {"reduction": "none", "chunks": 3},
+):
+    REGISTRY.pair(
+        "component_loss_reduction_vs_legacy",
+        kind="losses",
+        tags=("loss",),
+        seed=0,
+        params={"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra},
+        legacy=legacy_loss_reduction,
+        new=new_loss_reduction,
+    )
+
 _LOSS_STRATEGIES = {
     "batch": st.integers(1, 2),
     "seq": st.integers(1, 16),
@@ -385,6 +592,37 @@ for _variant, _special in (
         legacy=legacy_token_ids,
         new=new_token_ids,
     )
+
+# Config.pad_token on a tokenizer with a pad token of its own (variant "pad": <|im_end|>) and on
+# one without (asset): the Config wins in both (legacy: the same token in tokenizer_config.json).
+for _variant, _pad in (("pad", "endoftext"), ("asset", "im_end")):
+    REGISTRY.pair(
+        "component_tokenizer_config_pad_vs_legacy",
+        kind="token_ids",
+        tags=("tokenizer",),
+        params={"variant": _variant, "pad": _pad},
+        legacy=legacy_config_pad,
+        new=new_config_pad,
+    )
+
+REGISTRY.pair(
+    "component_tokenizer_trust_remote_code_vs_legacy",
+    kind="token_ids",
+    tags=("tokenizer",),
+    params={"trust_remote_code": False},
+    legacy=legacy_trust_remote_code,
+    new=new_trust_remote_code,
+)
+
+# A tokenizer (512 ids) larger than model.vocab_size: both sides refuse with the same error.
+REGISTRY.pair(
+    "trainer_tokenizer_vocab_refusal_vs_legacy",
+    kind="token_ids",
+    tags=("tokenizer",),
+    params={"vocab_size": 64},
+    legacy=legacy_vocab_refusal,
+    new=new_vocab_refusal,
+)
 
 for _variant in ("asset", "bos_eos"):
     REGISTRY.pair(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -378,6 +379,63 @@ REGISTRY.pair(
     legacy=legacy_preset_pt_curve,
     new=new_preset_pt_curve,
 )
+
+
+def legacy_lr_max_curve(*, steps: int, warmup_ratio: float, lr_min: float, lr_max: float):
+    """The legacy schedule ``lr_max`` implies: the legacy min ratio is ``lr_min / lr`` (no lr_max
+    field), so the same ratio ``lr_min / lr_max`` is given as ``lr_min * (lr / lr_max)``; lr_max=0
+    means ratio 0 (the component's ``lr > 0`` guard). The cases use lr_max = 2 * lr, where the
+    scaling is exact."""
+    legacy_min = 0.0 if lr_max == 0 else lr_min * (DEBUG_LR / lr_max)
+    return legacy_lr_curve(steps=steps, warmup_ratio=warmup_ratio, decay_style="cosine", lr_min=legacy_min)
+
+
+def new_lr_max_curve(*, steps: int, warmup_ratio: float, lr_min: float, lr_max: float):
+    optimizer = one_param_optimizer(DEBUG_LR)
+    schedulers = new_schedulers(
+        optimizer, training_steps=steps, lr_warmup_ratio=warmup_ratio, lr_min=lr_min, lr_max=lr_max
+    )
+    return lr_curve_of(schedulers, optimizer, steps)
+
+
+# lr_max=0.0 must not fall back to the optimizer's lr (0.0 is a value, not "unset").
+for _lr_max in (0.0, 2 * DEBUG_LR):
+    REGISTRY.pair(
+        "lrsched_lr_max",
+        kind="lr_curve",
+        tags=("lr_scheduler",),
+        params={"steps": 12, "warmup_ratio": 0.25, "lr_min": 4 * DEBUG_LR_MIN, "lr_max": _lr_max},
+        legacy=legacy_lr_max_curve,
+        new=new_lr_max_curve,
+    )
+
+
+def legacy_warmup_steps_curve(*, steps: int, warmup_steps: int):
+    """Legacy has only the ratio: ``ceil(steps * (warmup_steps / steps))`` gives the same W (unclamped)."""
+    ratio = warmup_steps / steps
+    if math.ceil(steps * ratio) != warmup_steps:
+        raise AssertionError(f"ratio {ratio!r} does not give {warmup_steps} warmup steps of {steps}")
+    return legacy_lr_curve(steps=steps, warmup_ratio=ratio, decay_style="cosine", lr_min=DEBUG_LR_MIN)
+
+
+def new_warmup_steps_curve(*, steps: int, warmup_steps: int):
+    optimizer = one_param_optimizer(DEBUG_LR)
+    schedulers = new_schedulers(
+        optimizer, training_steps=steps, warmup_steps=warmup_steps, lr_min=DEBUG_LR_MIN
+    )
+    return lr_curve_of(schedulers, optimizer, steps)
+
+
+# warmup_steps past the horizon: W is not clamped to T (the legacy ratio path is not either).
+for _w in (3, 6):
+    REGISTRY.pair(
+        "lrsched_warmup_steps",
+        kind="lr_curve",
+        tags=("lr_scheduler",),
+        params={"steps": 4, "warmup_steps": _w},
+        legacy=legacy_warmup_steps_curve,
+        new=new_warmup_steps_curve,
+    )
 
 
 def _lr_strategies() -> dict[str, Any]:
