@@ -335,3 +335,81 @@ REGISTRY.golden(
     params={"steps": 5},
     producer=manager_layout,
 )
+
+
+# ----------------------------------------------------------------------------- save_async
+
+
+@contextlib.contextmanager
+def _dcp_calls() -> Iterator[list[str]]:
+    """Record each DCP model write as ``"sync"`` or ``"async"`` (both sides call these attributes)."""
+    import torch.distributed.checkpoint as dcp
+
+    calls: list[str] = []
+    save, async_save = dcp.save, dcp.async_save
+
+    def _save(*args: Any, **kwargs: Any) -> Any:
+        calls.append("sync")
+        return save(*args, **kwargs)
+
+    def _async_save(*args: Any, **kwargs: Any) -> Any:
+        calls.append("async")
+        return async_save(*args, **kwargs)
+
+    dcp.save, dcp.async_save = _save, _async_save
+    try:
+        yield calls
+    finally:
+        dcp.save, dcp.async_save = save, async_save
+
+
+def _async_run(saver, *, steps: int) -> dict[str, Any]:
+    """Save on the cadence at ``steps`` with save_async on, train one more step, then the final
+    (forced, synchronous) save; the DCP call kinds and both folders as a resume reads them."""
+    state = trained_state(steps=steps)
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp, _dcp_calls() as calls:
+        saver(state, tmp)
+        return {
+            "dcp_calls": list(calls),
+            "folders": sorted(os.listdir(tmp)),
+            "periodic": read_step_dir(Path(tmp) / f"step_{steps}"),
+            "final": read_step_dir(Path(tmp) / f"step_{steps + 1}"),
+        }
+
+
+def _legacy_async_saver(state: TrainedState, output_dir: str) -> None:
+    ckpt, export = legacy_callbacks(
+        state, output_dir, save_steps=state.step, save_async=True, save_hf_weights=False
+    )
+    progress = SimpleNamespace(global_step=state.step, epoch=state.epoch)
+    ckpt.on_step_end(progress)
+    train_step(state)
+    progress.global_step = state.step
+    ckpt.on_train_end(progress)
+
+
+def _manager_async_saver(state: TrainedState, output_dir: str) -> None:
+    mgr = manager(state, output_dir, save_steps=state.step, save_async=True, save_hf_weights=False)
+    mgr.maybe_save(state.step, state.epoch)
+    train_step(state)
+    mgr.save(state.step, state.epoch, force=True)  # forced: synchronous, committed on return
+    mgr.close()
+
+
+def legacy_async(*, steps: int) -> dict[str, Any]:
+    return _async_run(_legacy_async_saver, steps=steps)
+
+
+def manager_async(*, steps: int) -> dict[str, Any]:
+    return _async_run(_manager_async_saver, steps=steps)
+
+
+REGISTRY.pair(
+    "component_checkpoint_async",
+    kind="checkpoint",
+    tags=("checkpoint",),
+    seed=0,
+    params={"steps": 2},
+    legacy=legacy_async,
+    new=manager_async,
+)

@@ -342,6 +342,9 @@ def _short_legacy_trainer(
     vocab: int = _MODEL_VOCAB,
     template: str = "empty",
     text_key: str = "text",
+    train_size: int | None = None,
+    subset: str | None = None,
+    prefetch_factor: int | None = None,
 ) -> Any:
     """Legacy steps 4-8 (``LLMTrainer`` data steps, then ``BaseTrainer._build_dataloader``)."""
     from types import SimpleNamespace
@@ -363,6 +366,9 @@ def _short_legacy_trainer(
         "--train.accelerator.dp_shard=-1",
         f"--train.accelerator.tp={tp}",
     ]
+    for name, value in (("train_size", train_size), ("subset", subset), ("prefetch_factor", prefetch_factor)):
+        if value is not None:
+            argv.append(f"--data.{name}={value}")
     folder = data_tokenizer(tok)
     if folder is not None:
         argv.append(f"--model.tokenizer_path={folder}")
@@ -391,6 +397,9 @@ def _short_new_loader(
     vocab: int = _MODEL_VOCAB,
     template: str = "empty",
     text_key: str = "text",
+    train_size: int | None = None,
+    subset: str | None = None,
+    prefetch_factor: int | None = None,
 ) -> Any:
     """The component wired as ``HyperTrainer`` wires it: tokenizer component, dp rank = rank // tp."""
     from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
@@ -403,7 +412,14 @@ def _short_new_loader(
         path_field = None if folder is None else str(folder)
         tokenizer = HuggingFaceTokenizer.Config(path=path_field).build(vocab_size=vocab)
     config = BaseDataLoader.Config(
-        type=data_type, train_path=str(path), shuffle=shuffle, template=template, text_key=text_key
+        type=data_type,
+        train_path=str(path),
+        shuffle=shuffle,
+        template=template,
+        text_key=text_key,
+        train_size=train_size,
+        subset=subset,
+        prefetch_factor=prefetch_factor,
     )
     return config.build(
         seq_len=seq,
@@ -604,3 +620,100 @@ REGISTRY.golden(
     params=RESUME_CASES[0],
     producer=new_resume,
 )
+
+
+# ============================================================================= data fields and grouping
+#
+# ``data.train_size`` (a small value, and 0: legacy refuses 0, the component must not read it as
+# "unset"), ``data.subset`` on a dataset folder with two configurations (README ``configs:``, read
+# offline by ``load_dataset(path, subset)``), ``data.prefetch_factor`` without workers (both
+# loaders must leave it out: torch refuses it with ``num_workers=0``), and the micro-batch groups
+# of a whole epoch that is not a whole number of global batches (the trailing partial group).
+
+
+@functools.cache
+def configs_folder() -> Path:
+    """A dataset folder with configurations ``first`` (default, the short_text rows in order) and
+    ``second`` (the same rows reversed, every other one), as a README ``configs:`` block names them."""
+    import json
+
+    rows = [json.loads(line) for line in assets.short_text_jsonl().read_text(encoding="utf-8").splitlines()]
+    root = _scratch() / "configs-text"
+    for name, part in (("first", rows), ("second", rows[::-2])):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "train.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in part), encoding="utf-8"
+        )
+    (root / "README.md").write_text(
+        "---\nconfigs:\n"
+        "- config_name: first\n  default: true\n  data_files:\n  - split: train\n    path: first/train.jsonl\n"
+        "- config_name: second\n  data_files:\n  - split: train\n    path: second/train.jsonl\n---\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+register_source("configs_text", lambda: ("hf_datasets", configs_folder()))
+
+
+def _groups_tree(groups: Any, grad_accum: int) -> dict[str, Any]:
+    got = list(groups)
+    return {
+        "grad_accum": grad_accum,
+        "group_sizes": [len(g) for g in got],
+        "groups": [canonical.batches(g) for g in got],
+    }
+
+
+def legacy_groups(**kw: Any) -> dict[str, Any]:
+    trainer = _short_legacy_trainer(**kw)
+    return _groups_tree(trainer._make_micro_batch_iterator(), trainer._grad_accum)
+
+
+def new_groups(**kw: Any) -> dict[str, Any]:
+    loader = _short_new_loader(**kw)
+    return _groups_tree(loader.micro_batch_iterator(), loader.grad_accum)
+
+
+_FIELD_BASE = {**_BASE, "data": "short_text", "tok": "pad", "mbs": 2, "gbs": 4}
+FIELD_CASES: tuple[dict[str, Any], ...] = (
+    {**_FIELD_BASE, "train_size": 13},  # 13 of 39 rows
+    {**_FIELD_BASE, "data": "configs_text", "subset": "second", "seed": 2},  # not the default config
+    {**_FIELD_BASE, "prefetch_factor": 2, "shuffle": False},  # no workers: not passed to the loader
+)
+FIELD_ERROR_CASES: tuple[dict[str, Any], ...] = (
+    {**_FIELD_BASE, "train_size": 0},  # legacy refuses 0; the component must not load every row
+)
+# 39 rows, 2 per micro batch (19 batches, drop_last), 3 per group: 6 groups and a trailing one.
+GROUP_CASES: tuple[dict[str, Any], ...] = (
+    {**_BASE, "data": "short_text", "tok": "pad", "mbs": 2, "gbs": 6, "seed": 1},
+    {**_BASE, "data": "short_alpaca", "tok": "eos1", "mbs": 2, "gbs": 8, "world": 2, "rank": 1, "seed": 4},
+)
+
+for _params in FIELD_CASES:
+    REGISTRY.pair(
+        "dataloader_fields",
+        kind="batches",
+        tags=("dataloader",),
+        params={**_params, "n": 4},
+        legacy=legacy_epoch,
+        new=new_epoch,
+    )
+for _params in FIELD_ERROR_CASES:
+    REGISTRY.pair(
+        "dataloader_fields_error",
+        kind="batches",
+        tags=("dataloader",),
+        params=_params,
+        legacy=legacy_error,
+        new=new_error,
+    )
+for _params in GROUP_CASES:
+    REGISTRY.pair(
+        "dataloader_micro_batch_groups",
+        kind="batches",
+        tags=("dataloader",),
+        params=_params,
+        legacy=legacy_groups,
+        new=new_groups,
+    )

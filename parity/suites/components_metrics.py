@@ -388,3 +388,119 @@ for _params in CASE_PARAMS:
         new=new_case,
     )
     REGISTRY.golden("metrics_processor", kind="metrics", tags=("metrics",), params=_params, producer=new_case)
+
+
+# ----------------------------------------------------------------------------- W&B run identity
+#
+# What each side hands to ``wandb.init`` (project, run name, and the report_to value inside the
+# run config) and its ``log`` calls, recorded by a fake ``wandb`` module: no files, no network.
+# ``metrics_wandb_init`` drives both sides from the same Setup; ``metrics_wandb_mapped`` parses a
+# legacy YAML command line, runs the legacy WandbCallback on those args and the MetricsProcessor
+# built from ``legacy_to_trainer_config(args).metrics`` (run config: the mapped Config, as
+# HyperTrainer passes it), and compares the identity plus the report_to value each run config holds.
+
+
+class FakeWandb:
+    """Stands in for the ``wandb`` module: records ``init`` / ``log`` / ``finish``."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def init(self, *, project: Any = None, name: Any = None, config: Any = None, **kw: Any) -> Any:
+        self.calls.append({"init": {"project": project, "name": name, "config": config, **kw}})
+        return self
+
+    def log(self, data: dict[str, Any], step: Any = None) -> None:
+        self.calls.append({"log": {"data": dict(data), "step": step}})
+
+    def finish(self) -> None:
+        self.calls.append({"finish": True})
+
+
+@contextlib.contextmanager
+def fake_wandb() -> Iterator[FakeWandb]:
+    import sys
+    from unittest import mock
+
+    fake = FakeWandb()
+    with mock.patch.dict(sys.modules, {"wandb": fake}):  # type: ignore[dict-item]
+        yield fake
+
+
+def _wandb_setup(run_name: str, project: str) -> Setup:
+    return Setup(steps=3, log_steps=1, wandb=True, wandb_log_steps=2, project=project, run_name=run_name)
+
+
+def _init_identity(fake: FakeWandb) -> list[dict[str, Any]]:
+    return [{k: v for k, v in c["init"].items() if k != "config"} for c in fake.calls if "init" in c]
+
+
+def legacy_wandb_init(*, run_name: str, project: str) -> dict[str, Any]:
+    with fake_wandb() as fake:
+        run_legacy(_wandb_setup(run_name, project))
+    return {"init": _init_identity(fake), "logs": [c for c in fake.calls if "init" not in c]}
+
+
+def new_wandb_init(*, run_name: str, project: str) -> dict[str, Any]:
+    with fake_wandb() as fake:
+        run_new(_wandb_setup(run_name, project))
+    return {"init": _init_identity(fake), "logs": [c for c in fake.calls if "init" not in c]}
+
+
+def _mapped_args(report_to: str, run_name: str):
+    from parity.legacy_driver import legacy_args
+
+    return legacy_args(
+        f"--train.logging.report_to={report_to}",
+        "--train.wandb.enabled=true",
+        "--train.wandb.project=hp-parity-map",
+        f"--train.wandb.run_name={run_name}",
+    )
+
+
+def legacy_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
+    from hyper_parallel.trainer.callbacks import WandbCallback
+
+    args = _mapped_args(report_to, run_name)
+    trainer = SimpleNamespace(args=args, state=SimpleNamespace(global_step=0))
+    with fake_wandb() as fake:
+        WandbCallback(trainer).on_train_begin(trainer.state)
+    (call,) = [c["init"] for c in fake.calls if "init" in c]
+    return {
+        "init": _init_identity(fake),
+        "report_to": call["config"]["train"]["logging"]["report_to"],
+        "config_report_to": args.train.logging.report_to,
+    }
+
+
+def new_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
+    from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
+
+    config = legacy_to_trainer_config(_mapped_args(report_to, run_name))
+    with fake_wandb() as fake:
+        config.metrics.build(trainer=SimpleNamespace(config=config), world_size=1, rank=0).close()
+    (call,) = [c["init"] for c in fake.calls if "init" in c]
+    return {
+        "init": _init_identity(fake),
+        "report_to": call["config"]["metrics"]["report_to"],
+        "config_report_to": config.metrics.report_to,
+    }
+
+
+REGISTRY.pair(
+    "metrics_wandb_init",
+    kind="metrics",
+    tags=("metrics",),
+    params={"run_name": "parity-run", "project": "hp-parity"},
+    legacy=legacy_wandb_init,
+    new=new_wandb_init,
+)
+for _report_to in ("wandb", "none"):
+    REGISTRY.pair(
+        "metrics_wandb_mapped",
+        kind="metrics",
+        tags=("metrics",),
+        params={"report_to": _report_to, "run_name": "mapped-run"},
+        legacy=legacy_wandb_mapped,
+        new=new_wandb_mapped,
+    )
