@@ -623,7 +623,9 @@ def localise_recipe(recipe: str, *, seed: int = 42) -> Localisation:
         )
     tmp = tempfile.mkdtemp(prefix=f"parity-localise-{recipe}-")
     try:
-        overrides = spec.overrides(Path(tmp))
+        # The profiler records nothing numeric, and kineto refuses to start off the main thread
+        # (each side replays on a worker thread): the replay runs without it.
+        overrides = (*spec.overrides(Path(tmp)), "--train.profile.enabled=false")
         return replay(recipe, _legacy_side(overrides, tmp), _new_side(overrides, tmp), seed=seed)
     finally:
         remove_tree(tmp)

@@ -52,6 +52,7 @@ ARTIFACTS = (
     "metrics",
     "checkpoint",
     "hf_export",
+    "layout",
 )
 _CURVES = ("losses", "grad_norms", "lr_curve")
 
@@ -78,7 +79,8 @@ def _dummy(_: Path) -> tuple[str, ...]:
 def _hf_text(_: Path) -> tuple[str, ...]:
     # 48 rows (one empty, dropped) at 64 tokens: about half the rows pad, so micro-batches carry
     # different token counts; 47 // 8 = 5 steps, far below max_steps=50, so the dataset shrinks the
-    # horizon that the warmup ratio and the cosine decay are computed from.
+    # horizon that the warmup ratio and the cosine decay are computed from. No checkpoints: neither
+    # side may write one (compared by the layout).
     return (
         "--data.type=hf_datasets",
         f"--data.train_path={assets.text_jsonl()}",
@@ -88,17 +90,44 @@ def _hf_text(_: Path) -> tuple[str, ...]:
         "--train.max_steps=50",
         "--train.seed=7",
         "--train.optimizer.lr_warmup_ratio=0.4",
-        "--train.checkpoint.save_steps=5",
+        "--train.checkpoint.save_steps=0",
     )
 
 
-def _alpaca(_: Path) -> tuple[str, ...]:
+def initial_weights(folder: Path, seed: int = 17) -> Path:
+    """An HF folder (``model.safetensors``, ``config.json`` and the tokenizer files) of the debug
+    model initialised after ``manual_seed(seed)``: both trainers start from it and take their
+    tokenizer from it (``model.weights_path`` with no ``tokenizer_path``)."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from hyper_parallel.models.qwen3_5.state_dict import Qwen3_5StateDictAdapter
+    from parity.legacy_driver import debug_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = debug_model(seed)
+    adapter = Qwen3_5StateDictAdapter()
+    tensors = adapter.save_hf_state_dict(model.state_dict(), model.config)
+    save_file(
+        {k: v.detach().clone().contiguous() for k, v in tensors.items()}, str(folder / "model.safetensors")
+    )
+    (folder / "config.json").write_text(
+        json.dumps(adapter.export_hf_config(model.config, "float32"), indent=1)
+    )
+    for item in assets.tokenizer_dir().iterdir():
+        shutil.copy(item, folder / item.name)
+    return folder
+
+
+def _alpaca(scratch: Path) -> tuple[str, ...]:
     # Masked alpaca SFT (template "empty": prompt labels are -100), one row per micro-batch (grad
-    # accumulation 8), rank_average aggregation, constant LR after warmup, no shuffling.
+    # accumulation 8), rank_average aggregation, constant LR after warmup, no shuffling; the model
+    # starts from saved initial weights, whose folder also provides the tokenizer.
     return (
         "--data.type=json_file",
         f"--data.train_path={assets.alpaca_json()}",
-        _tokenizer(),
+        f"--model.weights_path={initial_weights(scratch / 'weights')}",
         "--data.max_seq_len=48",
         "--data.shuffle=false",
         "--train.micro_batch_size=1",
@@ -135,11 +164,16 @@ def preset_batches(
 
 def _preset(scratch: Path) -> tuple[str, ...]:
     # 5 steps of data but max_steps=7: preset_pt resets (not shrinks) the horizon, so the LR
-    # schedule runs on 7 steps; a second epoch replays the data for the last 2 steps.
+    # schedule runs on 7 steps; a second epoch, in another shuffled order (the sampler is reseeded
+    # per epoch), gives the last 2 steps. The profiler records step 3 (its trace files are counted).
     return (
         "--data.type=preset_pt",
         f"--data.train_path={preset_batches(scratch / 'preset.pt')}",
-        "--data.shuffle=false",
+        "--data.shuffle=true",
+        "--train.profile.enabled=true",
+        "--train.profile.wait_steps=1",
+        "--train.profile.warmup_steps=1",
+        "--train.profile.active_steps=1",
         "--data.max_seq_len=24",
         "--train.max_steps=7",
         "--train.num_train_epochs=2",
@@ -150,7 +184,8 @@ def _preset(scratch: Path) -> tuple[str, ...]:
 
 def _dp2_padded(_: Path) -> tuple[str, ...]:
     # Two data-parallel ranks on padded rows of the save_to_disk dataset (64 rows, one empty):
-    # each rank counts its own tokens, the global count is all-reduced.
+    # each rank counts its own tokens, the global count is all-reduced. FSDP2 mixed precision
+    # (bf16 params) with a frozen MLP, which parallelize keeps in bf16 outside the FSDP groups.
     return (
         "--data.type=hf_datasets",
         f"--data.train_path={assets.text_disk_dir()}",
@@ -159,6 +194,8 @@ def _dp2_padded(_: Path) -> tuple[str, ...]:
         "--train.max_steps=3",
         "--train.seed=9",
         "--train.checkpoint.save_steps=3",
+        "--model.freeze_modules=[layers.0.mlp]",
+        "--train.mixed_precision.enabled=true",
         "--train.accelerator.dp_shard=-1",
     )
 
@@ -171,8 +208,17 @@ RECIPES: dict[str, Recipe] = {
         Recipe(
             "alpaca", "masked alpaca, grad accumulation 8, rank_average, constant LR after warmup", _alpaca
         ),
-        Recipe("preset", "preset_pt, uneven loss tokens, max_steps reset to 7, two epochs", _preset),
-        Recipe("dp2_padded", "2 ranks, padded rows, per-rank token counts", _dp2_padded, nproc=2),
+        Recipe(
+            "preset",
+            "preset_pt, uneven loss tokens, max_steps reset to 7, two shuffled epochs, profiler on",
+            _preset,
+        ),
+        Recipe(
+            "dp2_padded",
+            "2 ranks, padded rows, per-rank token counts, bf16 FSDP, a frozen MLP",
+            _dp2_padded,
+            nproc=2,
+        ),
     )
 }
 
@@ -182,13 +228,13 @@ class ArtifactError(RuntimeError):
     """An artifact of a run that could not be read; raised by that artifact's case only."""
 
 
-def _hf_export(root: Path) -> dict[str, Any]:
+def _hf_export(root: Path) -> dict[str, Any] | None:
     """Tensors and config of the newest step's HF export."""
     from safetensors.torch import load_file
 
     steps = sorted(root.glob("step_*/hf_ckpt"), key=lambda p: int(p.parent.name.split("_")[1]))
     if not steps:
-        raise FileNotFoundError(f"no step_*/hf_ckpt folder under {root}")
+        return None  # a run without checkpoints (save_steps 0): compared as absent
     folder = steps[-1]
     return {
         "tensors": load_file(folder / "model.safetensors"),
@@ -196,9 +242,24 @@ def _hf_export(root: Path) -> dict[str, Any]:
     }
 
 
-def _checkpoint(root: Path) -> dict[str, Any]:
+def _layout(workdir: Path) -> dict[str, Any]:
+    """What a run left on disk: every checkpoint file by path (all ``step_<N>/`` folders, their HF
+    exports and manifests' file lists) and how many profiler trace files it wrote (their names
+    carry host, pid and time, so only the count is compared)."""
+    ckpt = workdir / "ckpt"
+    files = sorted(str(p.relative_to(ckpt)) for p in ckpt.rglob("*") if p.is_file()) if ckpt.is_dir() else []
+    manifests = {
+        str(m.parent.relative_to(ckpt)): sorted(json.loads(m.read_text())["files"])
+        for m in sorted(ckpt.glob("step_*/manifest.json"))
+    }
+    profile = workdir / "profile"
+    traces = sum(1 for p in profile.rglob("*") if p.is_file()) if profile.is_dir() else 0
+    return {"checkpoint_files": files, "manifests": manifests, "profiler_trace_files": traces}
+
+
+def _checkpoint(root: Path) -> dict[str, Any] | None:
     if not any(root.glob("step_*")):
-        raise FileNotFoundError(f"no step_* folder under {root}")
+        return None  # a run without checkpoints (save_steps 0): compared as absent
     return _read_checkpoint(root)
 
 
@@ -215,8 +276,9 @@ def _artifacts(
         "metrics": lambda: canonical.metrics(
             records, deterministic=_DETERMINISTIC_METRICS, float_dtypes=_FLOAT32_METRICS
         ),
-        "checkpoint": lambda: canonical.checkpoint(_checkpoint(ckpt_root)),
-        "hf_export": lambda: canonical.checkpoint(_hf_export(ckpt_root)),
+        "checkpoint": lambda: _maybe(canonical.checkpoint, _checkpoint(ckpt_root)),
+        "hf_export": lambda: _maybe(canonical.checkpoint, _hf_export(ckpt_root)),
+        "layout": lambda: _layout(ckpt_root.parent),
     }
     # The raw curves and records too, for the legacy goldens that read the same run.
     out: dict[str, Any] = {"raw": {"losses": losses, "grad_norms": grad_norms, "log_history": list(records)}}
@@ -226,6 +288,10 @@ def _artifacts(
         except Exception as exc:  # noqa: BLE001 - reported by the artifact's own case
             out[name] = ArtifactError(f"{name}: {type(exc).__name__}: {exc}")
     return out
+
+
+def _maybe(fn: Callable[[Any], Any], value: Any) -> Any:
+    return None if value is None else fn(value)
 
 
 def _param_groups_snapshot(groups) -> list[dict]:
@@ -248,12 +314,17 @@ class _Tap:
         return group
 
 
+def _side_dirs(tmp: str) -> tuple[str, ...]:
+    """Each side writes its checkpoints and profiler traces into its own folder."""
+    return (f"--train.checkpoint.output_dir={tmp}/ckpt", f"--train.profile.output_dir={tmp}/profile")
+
+
 def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
     """Train ``LLMTrainer`` on the debug recipe (+ overrides); canonical artifacts of the run."""
     from hyper_parallel.trainer import LLMTrainer
 
     with _workdir(workdir) as tmp:
-        args = legacy_args(f"--train.checkpoint.output_dir={tmp}/ckpt", *overrides)
+        args = legacy_args(*_side_dirs(tmp), *overrides)
         trainer = LLMTrainer(args)
         base = trainer.base
         groups = _param_groups_snapshot(base.optimizer.param_groups)
@@ -285,7 +356,7 @@ def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
     with _workdir(workdir) as tmp:
-        args = legacy_args(f"--train.checkpoint.output_dir={tmp}/ckpt", *overrides)
+        args = legacy_args(*_side_dirs(tmp), *overrides)
         trainer: HyperTrainer = legacy_to_trainer_config(args).build()
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
         losses, grad_norms, lrs, batches = [], [], [], []
