@@ -48,6 +48,7 @@ def test_cases_are_registered():
     assert {c.id for c in REGISTRY.select(tags=("checkpoint",))} == {
         "checkpoint.component_checkpoint_layout-steps=2",
         "checkpoint.component_checkpoint_resume-steps=2",
+        "checkpoint.component_checkpoint_async-steps=2",
         "checkpoint.component_checkpoint_manager-steps=5",
     }
 

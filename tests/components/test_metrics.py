@@ -50,8 +50,10 @@ def _tb_pair(tmp_path, **setup_kwargs):
 # --------------------------------------------------------------------------- harness cases
 def test_my_cases_are_registered():
     ids = sorted(p.id for p in _MY_CASES)
-    assert len(ids) == 2 * len(cm.CASE_PARAMS)
+    # A pair and a golden per CASE_PARAMS entry, plus the W&B pairs (init arguments; mapped report_to).
     assert sum("metrics_processor_vs_callbacks" in i for i in ids) == len(cm.CASE_PARAMS)
+    assert sum("metrics.metrics_processor-" in i for i in ids) == len(cm.CASE_PARAMS)
+    assert sum("wandb" in i for i in ids) == len(ids) - 2 * len(cm.CASE_PARAMS) == 3
 
 
 @pytest.mark.parametrize(("case", "backend"), _MY_CASES)
