@@ -22,9 +22,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+# ``python -c`` with the tree as working folder imports the tree's packages even when the project is
+# pip-installed in editable mode (``-m`` would find the editable install); the probe prints which.
+_CLI = (
+    "import runpy, sys, parity; sys.stderr.write('parity from %s\\n' % parity.__file__); "
+    "sys.argv = ['python -m parity', *sys.argv[1:]]; runpy.run_module('parity', run_name='__main__', alter_sys=True)"
+)
 COMMANDS = {
-    "parity run -j 1": [sys.executable, "-m", "parity", "run", "-j", "1"],
-    "parity run (default -j)": [sys.executable, "-m", "parity", "run"],
+    "parity run -j 1": [sys.executable, "-c", _CLI, "run", "-j", "1"],
+    "parity run (default -j)": [sys.executable, "-c", _CLI, "run"],
     "pytest suite -n 0": [
         sys.executable,
         "-m",
@@ -63,8 +69,10 @@ def _run(name: str, tree: Path) -> tuple[float, str]:
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
-    summary = re.sub(r"\s+", " ", tail[0])[:90]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    result = [line for line in lines if " passed" in line][-1:] or lines[-1:] or [""]
+    origin = [line.split(" from ", 1)[1] for line in lines if line.startswith("parity from ")][:1]
+    summary = re.sub(r"\s+", " ", result[0])[:70] + (f"  [parity from {origin[0]}]" if origin else "")
     if proc.returncode != 0:
         summary = f"EXIT {proc.returncode}: {summary}"
     return seconds, summary
