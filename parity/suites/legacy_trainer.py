@@ -192,22 +192,12 @@ def checkpoint_after(*, steps: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- registration
 
-REGISTRY.golden(
-    "legacy_debug_recipe_curve",
-    kind="train_curve",
-    tags=("legacy",),
-    seed=42,
-    producer=recipe_curve,
-    share="e2e:dummy",
-)
-REGISTRY.golden(
-    "legacy_debug_recipe_metric_keys",
-    kind="metrics",
-    tags=("legacy",),
-    seed=42,
-    producer=recipe_metric_keys,
-    share="e2e:dummy",
-)
+# Both read the e2e dummy recipe's legacy run (``_debug_run``): they share its worker.
+for _name, _kind, _producer in (
+    ("legacy_debug_recipe_curve", "train_curve", recipe_curve),
+    ("legacy_debug_recipe_metric_keys", "metrics", recipe_metric_keys),
+):
+    REGISTRY.golden(_name, kind=_kind, tags=("legacy",), seed=42, producer=_producer, share="e2e:dummy")
 REGISTRY.golden(
     "legacy_debug_param_groups",
     kind="param_groups",
