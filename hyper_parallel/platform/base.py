@@ -207,6 +207,15 @@ class Platform(Protocol):
         """A LambdaLR scheduler (it evaluates ``lr_lambda(0)`` at construction)."""
         ...
 
+    def backward(self, loss_fn: Callable[[], tuple[Tensor, Any]], model: Any) -> Any:
+        """Run ``loss_fn() -> (loss, aux)`` and add d(loss)/d(param) to every trainable parameter of
+        ``model``'s gradient; returns ``aux`` detached.
+
+        The one autograd seam of the new path: torch records a tape and calls ``loss.backward()``;
+        a functional framework (MindSpore) differentiates ``loss_fn`` itself and keeps the sums.
+        """
+        ...
+
     def clip_grad_norm(self, parameters: Iterable[Any], max_norm: float) -> Tensor:
         """Clip gradients in place to total norm ``max_norm``; returns the norm before clipping."""
         ...

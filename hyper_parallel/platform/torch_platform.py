@@ -326,6 +326,12 @@ class TorchPlatform:
     def lambda_lr(self, optimizer, lr_lambda: Callable[[int], float]):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
 
+    def backward(self, loss_fn: Callable[[], tuple[Any, Any]], model) -> Any:
+        """``loss.backward()`` on the tape ``loss_fn`` recorded; gradients accumulate in ``param.grad``."""
+        loss, aux = loss_fn()
+        loss.backward()
+        return aux.detach() if isinstance(aux, torch.Tensor) else aux
+
     def clip_grad_norm(self, parameters: Iterable, max_norm: float):
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
 

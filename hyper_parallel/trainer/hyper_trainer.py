@@ -296,7 +296,7 @@ class HyperTrainer(BaseTrainer, Configurable):
         patterns = training.freeze_modules or []
         for name, param in model.named_parameters():
             if patterns and any(p in name for p in patterns):
-                param.requires_grad_(False)
+                param.requires_grad = False
         self.model = model
 
     def _init_verify_protocol(self) -> None:
@@ -464,14 +464,18 @@ class HyperTrainer(BaseTrainer, Configurable):
     def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):
         platform = get_platform()
         micro_batch = platform.move_to_device(micro_batch, self.device)
-        logits = self.model.forward_logits(micro_batch["input_ids"])
-        loss = platform.full_tensor(self.loss_fn(logits, micro_batch["labels"]))
-        raw = loss.detach()
-        if self.config.optimizer.loss_aggregation == "rank_average":
-            scaled = loss / num_micro if num_micro > 1 else loss
-        else:
-            scaled = mean_global_loss(loss, mb_tokens, global_tokens, self.parallel_dims.dp_size)
-        scaled.backward()
+        rank_average = self.config.optimizer.loss_aggregation == "rank_average"
+
+        def scaled_and_raw_loss():
+            logits = self.model.forward_logits(micro_batch["input_ids"])
+            loss = platform.full_tensor(self.loss_fn(logits, micro_batch["labels"]))
+            if rank_average:
+                scaled = loss / num_micro if num_micro > 1 else loss
+            else:
+                scaled = mean_global_loss(loss, mb_tokens, global_tokens, self.parallel_dims.dp_size)
+            return scaled, loss
+
+        raw = platform.backward(scaled_and_raw_loss, self.model)  # gradients of ``scaled`` accumulate
         return raw, mb_tokens
 
     def train_step(self, it: Iterator[list[dict[str, Any]]]) -> dict[str, float]:
