@@ -150,12 +150,8 @@ class BaseTrainer:
         except Exception as exc:  # noqa: BLE001 - seeding problems are only warned about
             logger.warning("seeding failed: %s", exc)
 
-        if deterministic:
-            torch.use_deterministic_algorithms(True, warn_only=deterministic_warn_only)
-            torch.backends.cudnn.deterministic = True
-            torch.backends.cudnn.benchmark = False
-            if device_type == "cuda":
-                os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        if deterministic:  # torch: deterministic algorithms, cuDNN settings, the cuBLAS workspace
+            platform.set_deterministic(True, warn_only=deterministic_warn_only)
 
     def _helper_post_parallelize(self, *, init_device: str, mixed_precision: bool, materialize) -> None:
         """Spec 9.2 for both trainers: materialise on meta, fp32 check, train mode.
@@ -169,9 +165,10 @@ class BaseTrainer:
             materialize()
         if mixed_precision:
             for name, param in self.model.named_parameters():
-                if param.requires_grad and param.dtype != torch.float32:
+                dtype = get_platform().dtype_name(param)
+                if param.requires_grad and dtype != "float32":
                     raise RuntimeError(
-                        f"trainable parameter {name} is {param.dtype}; with mixed precision every trainable "
+                        f"trainable parameter {name} is {dtype}; with mixed precision every trainable "
                         "parameter must be float32 (FSDP2 casts for compute)"
                     )
         self.model.train()
