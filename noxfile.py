@@ -4,16 +4,14 @@ Each session installs the project with its ``dev`` extra into its own venv (torc
 pyproject as ``torch==2.13.0``); venvs are reused between runs, so only the first run installs.
 Every run gets ``PYTHONHASHSEED=0``.
 
-    nox -s parity            # every registered parity case, torch backend (mindspore: skipped unless installed)
-    nox -s tests             # pytest -n auto (slow tests excluded; see `nox -s slow`)
+    nox -s parity            # parity(torch), parity(mindspore), parity(cross): the main job
+    nox -s tests             # tests(torch), tests(mindspore): pytest -n auto (slow excluded; see `nox -s slow`)
     nox -s parity_update     # regenerate goldens, serially, printing their diffs
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
     nox -s selfcheck         # plant the divergences of parity/plants.py; how many does the suite catch?
 """
 
 from __future__ import annotations
-
-import os
 
 import nox
 
@@ -22,45 +20,49 @@ nox.options.sessions = ["lint", "typecheck", "tests", "parity"]
 nox.options.error_on_external_run = True
 
 DEV = ("-e", ".[dev]")
+# The MindSpore venvs: the project plus the `mindspore` extra (MindSpore 2.10 CPU and the NumPy 1.x
+# pins it needs, declared once in pyproject.toml), resolved by pip in one go.
+DEV_MINDSPORE = ("-e", ".[dev,mindspore]")
 ENV = {"PYTHONHASHSEED": "0"}
 BACKENDS = ["torch", "mindspore"]
+# `parity(cross)`: the torch legacy trainer against the new path on MindSpore (tier C).
+PARITY_RUNS = [*BACKENDS, "cross"]
 
 
-def _install_project(session: nox.Session) -> None:
+def _install_project(session: nox.Session, backend: str = "torch") -> None:
     if session.venv_backend == "none":  # `nox --no-venv`: use the current environment as it is
         session.log("no venv: using the current environment's packages")
         return
-    session.install(*DEV)
-
-
-def _has_module(session: nox.Session, module: str) -> bool:
-    code = f"import importlib.util as u; print(u.find_spec({module!r}) is not None)"
-    out = session.run("python", "-c", code, silent=True, log=False)
-    return isinstance(out, str) and out.strip().endswith("True")
-
-
-@nox.session(reuse_venv=True)
-def tests(session: nox.Session) -> None:
-    """The test suite under pytest-xdist (``-n auto``); extra pytest arguments after ``--``."""
-    _install_project(session)
-    session.run("pytest", "-n", "auto", "-m", "not slow", *session.posargs, env=ENV)
+    session.install(*(DEV if backend == "torch" else DEV_MINDSPORE))
 
 
 @nox.session(reuse_venv=True)
 @nox.parametrize("backend", [nox.param(b, id=b) for b in BACKENDS])
-def parity(session: nox.Session, backend: str) -> None:
-    """Every registered parity case on one backend (``python -m parity run``); summary table, exit 1 on failure."""
-    if backend == "mindspore" and not _has_module(session, "mindspore"):
-        if not os.environ.get("PARITY_INSTALL_MINDSPORE"):
-            session.skip(
-                "mindspore is not installed in this session's venv; set PARITY_INSTALL_MINDSPORE=1 to install "
-                "the CPU wheel (it needs numpy<2) and run the mindspore backend"
-            )
-        session.install("mindspore", "numpy<2")  # a --no-venv run stops here: install it yourself
-    _install_project(session)
+def tests(session: nox.Session, backend: str) -> None:
+    """pytest -n auto, slow excluded: the suite (torch venv) or tests/mindspore (MindSpore venv).
+
+    Extra pytest arguments go after ``--``.
+    """
+    _install_project(session, backend)
+    paths = ["tests/mindspore"] if backend == "mindspore" else []
+    session.run("pytest", "-n", "auto", "-m", "not slow", *paths, *session.posargs, env=ENV)
+
+
+@nox.session(reuse_venv=True)
+@nox.parametrize("run", [nox.param(r, id=r) for r in PARITY_RUNS])
+def parity(session: nox.Session, run: str) -> None:
+    """The main job: every parity case on torch, on MindSpore, and tier C (torch legacy vs MindSpore new).
+
+    Each prints its summary table and exits 1 on a failure; tier C compares under the limitations
+    table (``python -m parity cross``).
+    """
+    _install_project(session, "torch" if run == "torch" else "mindspore")
+    if run == "cross":
+        session.run("python", "-m", "parity", "cross", *session.posargs, env=ENV)
+        return
     session.run(
-        "python", "-m", "parity", "run", "--backend", backend, *session.posargs,
-        env={**ENV, "HYPER_PARALLEL_PLATFORM": backend},
+        "python", "-m", "parity", "run", "--backend", run, *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": run},
     )  # fmt: skip
 
 

@@ -138,6 +138,17 @@ def build_parser() -> argparse.ArgumentParser:
     profile(p_env)
     p_env.add_argument("--backend", default=None, choices=SUPPORTED_BACKENDS, help="framework to describe")
     p_env.add_argument("--json", action="store_true", help="print the fingerprint as JSON")
+    p_cross = sub.add_parser(
+        "cross",
+        help="tier C: the torch legacy trainer vs the new path on MindSpore, under the limitations table",
+    )
+    p_cross.add_argument(
+        "--keep", type=Path, default=None, help="keep both sides' runs and exports in this folder"
+    )
+    p_cross.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where cross.json goes")
+    p_cross.add_argument("--side", choices=("legacy", "new"), default=None, help=argparse.SUPPRESS)
+    p_cross.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
+    p_cross.add_argument("--weights", type=Path, default=None, help=argparse.SUPPRESS)
     p_self = sub.add_parser("selfcheck", help="plant divergences and measure how many the suite catches")
     selfcheck_runner.add_arguments(p_self)
     return parser
@@ -163,6 +174,8 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return _report(args, console)
     if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
         return selfcheck_runner.main(args, console)
+    if args.command == "cross":
+        return _cross(args, console)
     if args.command == "env":
         backends = [args.backend] if args.backend else []
     else:
@@ -487,6 +500,26 @@ def _print_unused(console: Console, unused: list[tuple[Path, str]]) -> None:
         console.print(f"[bold red]unused golden[/] {path}: {why}")
     if unused:
         console.print("register their cases, or delete them with `python -m parity update --prune-unused`")
+
+
+def _cross(args: argparse.Namespace, console: Console) -> int:
+    """``parity cross``: drive both sides (or, with the hidden ``--side``, be one of them)."""
+    import importlib.util
+
+    from parity import cross
+
+    if args.side is not None:  # one side, in the process the driver started for it
+        if args.out is None or args.weights is None:
+            raise SystemExit("parity cross --side needs --out and --weights")
+        cross.produce(args.side, args.out, args.weights)
+        return 0
+    if importlib.util.find_spec("mindspore") is None:
+        console.print(
+            "parity cross: MindSpore is not installed in this environment; run `nox -s parity` (its "
+            "parity(cross) session installs it) or `pip install -e '.\\[dev,mindspore]'`"
+        )
+        return 2
+    return cross.run_cross(console, keep=args.keep, report_dir=args.report_dir)
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:

@@ -1,0 +1,112 @@
+"""Tier C machinery (``parity.cross``), checked on torch alone: both sides run HyperTrainer-vs-LLMTrainer on
+torch here, so every artifact must come out identical, and planted divergences must be named.
+
+The MindSpore run itself is ``nox -s parity`` (its ``parity(cross)`` session).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from parity import cross
+from tests._subprocess import REPO, child_env
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory) -> Path:
+    """The legacy side and the new side, both on torch, from one initial-weights folder."""
+    from parity.suites.e2e_trainer import initial_weights
+
+    root = tmp_path_factory.mktemp("cross")
+    weights = initial_weights(root / "initial_weights")
+    for side in ("legacy", "new"):
+        cmd = [sys.executable, "-m", "parity", "cross", "--side", side, "--out", str(root / side)]
+        proc = subprocess.run(
+            [*cmd, "--weights", str(weights)],
+            cwd=REPO,
+            env=child_env(HYPER_PARALLEL_PLATFORM="torch", PYTHONHASHSEED="0"),
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root
+
+
+def _copy_new(sides: Path, tmp_path: Path) -> Path:
+    new = tmp_path / "new"
+    shutil.copytree(sides / "new", new, ignore=shutil.ignore_patterns("work"))
+    return new
+
+
+def test_same_framework_sides_are_identical(sides: Path) -> None:
+    results = cross.compare_sides(sides / "legacy", sides / "new")
+    assert [r.artifact for r in results] == [*cross.EXACT_ARTIFACTS, *cross.TOLERANCED_ARTIFACTS]
+    assert {r.status for r in results} == {"pass"}, [r.detail for r in results if r.status != "pass"]
+    for r in results:
+        if r.rule != "exact":
+            assert r.max_abs == 0.0 and r.max_ulp == 0, r
+
+
+def test_a_scaled_weight_beyond_the_bound_is_named(sides: Path, tmp_path: Path) -> None:
+    new = _copy_new(sides, tmp_path)
+    arrays = load_file(str(new / "arrays.safetensors"))
+    key = "weights/model.language_model.norm.weight"
+    assert key in arrays, sorted(arrays)[:5]
+    arrays[key] = arrays[key] + np.float32(1e-2)  # every element, far beyond the 1e-4 bound
+    save_file(arrays, str(new / "arrays.safetensors"))
+    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+    assert by_name["weights"].status == "FAIL"
+    assert key in by_name["weights"].detail and by_name["weights"].first_index == 0
+    assert by_name["losses"].status == "pass"
+
+
+def test_a_changed_lr_value_fails_the_exact_artifact(sides: Path, tmp_path: Path) -> None:
+    new = _copy_new(sides, tmp_path)
+    data = json.loads((new / "artifacts.json").read_text())
+    data["lr_curve"][2] = {"__parity__": "float", "hex": float.hex(1e-3), "repr": "0.001"}
+    (new / "artifacts.json").write_text(json.dumps(data))
+    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+    assert by_name["lr_curve"].status == "FAIL" and "lr_curve[2]" in by_name["lr_curve"].detail
+    assert by_name["param_groups"].status == "pass"
+
+
+def test_a_loss_curve_within_the_bound_passes_and_beyond_fails(sides: Path, tmp_path: Path) -> None:
+    bound = cross.tolerance_for("losses", "float64", "cpu").bound
+    assert bound is not None
+    for delta, status in ((bound / 2, "pass"), (bound * 10, "FAIL")):
+        new = _copy_new(sides, tmp_path / status)
+        arrays = load_file(str(new / "arrays.safetensors"))
+        arrays["losses"] = arrays["losses"] + delta
+        save_file(arrays, str(new / "arrays.safetensors"))
+        by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+        assert by_name["losses"].status == status, by_name["losses"]
+
+
+def test_every_artifact_has_one_row() -> None:
+    names = [t.artifact for t in cross.TOLERANCES]
+    assert sorted(names) == sorted([*cross.EXACT_ARTIFACTS, *cross.TOLERANCED_ARTIFACTS])
+    assert len(set(names)) == len(names)
+    table = cross.tolerance_table_markdown()
+    assert table.count("\n") == len(cross.TOLERANCES) + 1
+    with pytest.raises(KeyError, match="no tier C tolerance for artifact 'logits' \\(float32, npu\\)"):
+        cross.tolerance_for("logits", "float32", "npu")
+    with pytest.raises(ValueError, match="rule 'max_abs' and bound None disagree"):
+        cross.Tolerance("x", "float32", "cpu", "max_abs", None, "why", "0")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mindspore") is not None, reason="MindSpore is installed here")
+def test_cross_without_mindspore_says_how_to_get_it() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "parity", "cross"], cwd=REPO, env=child_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "MindSpore is not installed" in proc.stdout and ".[dev,mindspore]" in proc.stdout
