@@ -273,7 +273,7 @@ PLANTS: tuple[Plant, ...] = (
         "dp_rank=data_parallel_rank(get_platform().get_rank(), self.parallel_dims.non_dp_size),",
         "dp_rank=get_platform().get_rank(),",
         "the trainer gives the dataloader the global rank as dp rank",
-        needs="a trainer-level dp-rank case with tp/cp/ep > 1 (the 2-rank e2e pair has dp rank == rank)",
+        needs="trainer_dp_rank (HyperTrainer init steps 1-3 on every rank of a faked world, tp 2 / tp 2 cp 2)",
     ),
     _plant(
         "hazard_legacy_dp_rank_by_dp_size",
@@ -971,7 +971,7 @@ PLANTS: tuple[Plant, ...] = (
         "seed=effective_seed(cfg.training, cfg.debug),",
         "seed=cfg.training.seed,",
         "step 1 (setup_distributed): debug.seed no longer overrides training.seed",
-        needs="a HyperTrainer case with debug.seed set (against the legacy run with that seed)",
+        needs="trainer_debug_seed (native debug recipe with debug.seed 13 vs legacy train.seed 13: initial weights)",
     ),
     _plant(
         "init_tokenizer_vocab_unchecked",
@@ -1162,7 +1162,7 @@ PLANTS: tuple[Plant, ...] = (
         "global_tokens=self._last_global_tokens,",
         "global_tokens=None,",
         "throughput from global_batch_size * seq_len instead of the counted tokens",
-        needs="an e2e metrics pair with the step clock pinned (tokens_per_sec values)",
+        needs="trainer_throughput (padded rows, ticking step clock: tokens_per_sec, tflops, mfu values)",
     ),
     _plant(
         "inert_lr_from_last_group",
