@@ -14,6 +14,7 @@ __all__ = [
     "UNIVERSAL_MODEL_FIELDS",
     "Qwen3_5Config",
     "config_from_args",
+    "on_mindspore",
 ]
 
 LAYER_TYPES = ("full_attention", "linear_attention")
@@ -67,7 +68,15 @@ class Qwen3_5Config:
                 )
 
     def build(self) -> Any:
-        """The model for this config (on the current default device; use a meta device context)."""
+        """The model for this config, for the process platform (torch ``nn.Module`` or MindSpore ``Cell``).
+
+        Built on the current default device; use the platform's meta device context. The MindSpore
+        model is imported only on MindSpore, so a torch-only environment never imports mindspore.
+        """
+        if on_mindspore():
+            from hyper_parallel.models.qwen3_5.model_mindspore import build_from_config as build_ms
+
+            return build_ms(self)
         from hyper_parallel.models.qwen3_5.model import build_from_config
 
         return build_from_config(self)
@@ -113,6 +122,17 @@ class Qwen3_5Config:
     def rotary_dim(self) -> int:
         """R: channels of each head that RoPE rotates."""
         return int(self.head_dim * self.partial_rotary_factor)
+
+
+def on_mindspore() -> bool:
+    """Whether the process platform is MindSpore: the one switch of the new path's build and plan.
+
+    ``Qwen3_5Config.build`` and the recipe's ``parallelize_fn`` both ask this, so a MindSpore run
+    gets the MindSpore model and its plan together.
+    """
+    from hyper_parallel.platform import get_platform
+
+    return get_platform().name == "mindspore"
 
 
 FLAVORS: dict[str, dict[str, Any]] = {

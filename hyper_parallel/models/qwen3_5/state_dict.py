@@ -2,6 +2,10 @@
 
 Our keys are ``model.X`` / ``lm_head.weight``; HF nests the text model under
 ``model.language_model.X``. Norm weights use the same zero-centred convention on both sides.
+
+The values may be torch tensors or another platform's (MindSpore) tensors: torch values take the
+torch calls below unchanged; other values are read, copied and cast through ``get_platform()``
+and the tensor's own ``.to(dtype)``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
+
+from hyper_parallel.platform import get_platform
 
 __all__ = ["HF_PREFIX", "Qwen3_5StateDictAdapter"]
 
@@ -63,6 +69,30 @@ def _keys_by_file(folder: Path) -> dict[Path, list[str]]:
     raise FileNotFoundError(f"{folder}: expected {_INDEX_FILE} or {_SINGLE_FILE}")
 
 
+def _read_tensors(path: Path, wanted: dict[str, str], dtype: Any) -> dict[str, Any]:
+    """Our key -> tensor (cast to ``dtype`` when given) for the ``wanted`` HF keys of one file.
+
+    torch reads only those keys; another platform reads the file with its ``load_safetensors``.
+    """
+    platform = get_platform()
+    out: dict[str, Any] = {}
+    if platform.name == "torch":
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            for hf_key, key in wanted.items():
+                tensor = f.get_tensor(hf_key)
+                out[key] = tensor.to(dtype) if dtype is not None else tensor
+        return out
+    tensors = platform.load_safetensors(path)
+    for hf_key, key in wanted.items():
+        out[key] = tensors[hf_key].to(dtype) if dtype is not None else tensors[hf_key]
+    return out
+
+
+def _copy(tensor: Any) -> Any:
+    """An independent copy: ``clone()`` for torch, the platform's ``detached_copy`` otherwise."""
+    return tensor.clone() if isinstance(tensor, torch.Tensor) else get_platform().detached_copy(tensor)
+
+
 def _dtype_name(dtype: torch.dtype | str) -> str:
     if isinstance(dtype, torch.dtype):
         return str(dtype).removeprefix("torch.")
@@ -95,18 +125,16 @@ class Qwen3_5StateDictAdapter:
                 wanted[hf_key] = key
             if not wanted:
                 continue
-            with safe_open(str(path), framework="pt", device="cpu") as f:
-                for hf_key, key in wanted.items():
-                    tensor = f.get_tensor(hf_key)
-                    state_dict[key] = tensor.to(dtype) if dtype is not None else tensor
+            state_dict.update(_read_tensors(path, wanted, dtype))
         if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
-            state_dict["lm_head.weight"] = state_dict["model.embed_tokens.weight"].clone()
+            state_dict["lm_head.weight"] = _copy(state_dict["model.embed_tokens.weight"])
         return state_dict
 
     def save_hf_state_dict(self, state_dict: dict[str, Any], model_config: Any) -> dict[str, Any]:
         """Our keys -> HF keys; tensors that share storage (the tied head) become independent copies."""
         hf_state_dict: dict[str, Any] = {}
         seen_storage: set[tuple[str, int]] = set()
+        seen_objects: set[int] = set()  # non-torch tensors: a tied weight is one object twice
         for key, value in state_dict.items():
             hf_key = HF_PREFIX + key[len(_OUR_PREFIX) :] if key.startswith(_OUR_PREFIX) else key
             if _is_plain_tensor(value):
@@ -114,6 +142,10 @@ class Qwen3_5StateDictAdapter:
                 if storage in seen_storage:
                     value = value.clone()
                 seen_storage.add(storage)
+            elif not isinstance(value, torch.Tensor):
+                if id(value) in seen_objects:
+                    value = get_platform().detached_copy(value)
+                seen_objects.add(id(value))
             hf_state_dict[hf_key] = value
         return hf_state_dict
 
