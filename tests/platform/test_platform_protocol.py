@@ -27,6 +27,7 @@ Two checks, both without running any framework code:
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import typing
 from collections import Counter
@@ -220,17 +221,27 @@ def test_protocol_is_not_empty_and_documented() -> None:
 
 @pytest.mark.parametrize("member", protocol_members())
 def test_torch_platform_implements_member(member: str) -> None:
-    assert hasattr(TorchPlatform, member), f"TorchPlatform lacks Platform.{member}"
+    _check_implements(TorchPlatform, member)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="MindSpore is not installed")
+@pytest.mark.parametrize("member", protocol_members())
+def test_mindspore_platform_implements_member(member: str) -> None:
+    from hyper_parallel.platform.mindspore_platform import MindSporePlatform
+
+    _check_implements(MindSporePlatform, member)
+
+
+def _check_implements(cls: type, member: str) -> None:
+    assert hasattr(cls, member), f"{cls.__name__} lacks Platform.{member}"
     expected = getattr(Platform, member, None)
     if not inspect.isfunction(expected):
         return  # a data attribute (``name``): presence is the contract
-    actual = getattr(TorchPlatform, member)
-    assert callable(actual), f"TorchPlatform.{member} is not callable"
+    actual = getattr(cls, member)
+    assert callable(actual), f"{cls.__name__}.{member} is not callable"
     want = list(inspect.signature(expected).parameters.values())
     have = list(inspect.signature(actual).parameters.values())
-    described = (
-        f"Platform.{member}{inspect.signature(expected)} vs TorchPlatform.{member}{inspect.signature(actual)}"
-    )
+    described = f"Platform.{member}{inspect.signature(expected)} vs {cls.__name__}.{member}{inspect.signature(actual)}"
     assert len(have) >= len(want), f"missing parameters: {described}"
     for w, h in zip(want, have, strict=False):
         assert (w.name, w.kind) == (h.name, h.kind), f"parameter {w.name!r} differs: {described}"
