@@ -14,9 +14,7 @@ from hyper_parallel.components.optimizer import OptimizersContainer
 from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
 from hyper_parallel.config import DebugConfig, ParallelismConfig, TrainingConfig
 from hyper_parallel.models.qwen3_5 import FLAVORS, MODEL_NAME, Qwen3_5Config
-from hyper_parallel.models.qwen3_5.config import on_mindspore
-from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_configs
-from hyper_parallel.models.qwen3_5.parallelize_mindspore import parallelize_qwen3_5_mindspore_from_configs
+from hyper_parallel.models.qwen3_5.parallelize import new_path_parallelize_fn
 from hyper_parallel.models.spec import ModelSpec, get_spec
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
 
@@ -26,18 +24,15 @@ __all__ = ["RECIPES", "debug", "model_spec"]
 def model_spec(flavor: str) -> ModelSpec:
     """The registered qwen3_5 spec with the flavour's model Config and the new-path parallelize_fn.
 
-    The plan follows the process platform, as ``Qwen3_5Config.build`` does (``on_mindspore``).
+    The plan follows the process platform, as ``Qwen3_5Config.build`` does (``new_path_parallelize_fn``).
     """
     if flavor not in FLAVORS:
         raise ValueError(f"qwen3_5 flavor {flavor!r} is unknown; expected one of {sorted(FLAVORS)}")
-    parallelize_fn = (
-        parallelize_qwen3_5_mindspore_from_configs if on_mindspore() else parallelize_qwen3_5_from_configs
-    )
     return dataclasses.replace(
         get_spec(MODEL_NAME),
         flavor=flavor,
         model=Qwen3_5Config(**FLAVORS[flavor]),
-        parallelize_fn=parallelize_fn,
+        parallelize_fn=new_path_parallelize_fn(),
     )
 
 

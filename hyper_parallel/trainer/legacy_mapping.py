@@ -227,7 +227,7 @@ def _put(tree: dict[str, Any], path: str, value: Any) -> None:
 def _model_spec(args: Any):
     """The registered spec of ``model.name`` with the merged model config attached (v2 fields)."""
     from hyper_parallel.models.qwen3_5.config import config_from_args
-    from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_configs
+    from hyper_parallel.models.qwen3_5.parallelize import new_path_parallelize_fn
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
     spec = discover_model_spec(args.model.name)
@@ -237,7 +237,7 @@ def _model_spec(args: Any):
         spec,
         flavor=args.model.flavor,
         model=config_from_args(args),
-        parallelize_fn=parallelize_qwen3_5_from_configs,
+        parallelize_fn=new_path_parallelize_fn(),
     )
 
 

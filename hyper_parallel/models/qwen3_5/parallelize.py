@@ -16,6 +16,7 @@ from hyper_parallel.platform.torch_platform import TRAINING_DTYPES
 __all__ = [
     "AC_OFF_VALUES",
     "MP_DTYPES",
+    "new_path_parallelize_fn",
     "parallelize_qwen3_5",
     "parallelize_qwen3_5_from_configs",
     "resolve_mp_dtype",
@@ -190,3 +191,18 @@ def parallelize_qwen3_5_from_configs(
         ),
     )
     return parallelize_qwen3_5(model, parallel_dims.mesh, args)
+
+
+def new_path_parallelize_fn() -> Any:
+    """The new path's plan for the process platform: FSDP2/AC here on torch, the world-size-1 plan on
+    MindSpore; the recipes and the legacy-YAML mapping both take it from here (as ``Qwen3_5Config.build``
+    follows the platform), so a run gets its framework's model and plan together."""
+    from hyper_parallel.models.qwen3_5.config import on_mindspore
+
+    if on_mindspore():
+        from hyper_parallel.models.qwen3_5.parallelize_mindspore import (
+            parallelize_qwen3_5_mindspore_from_configs,
+        )
+
+        return parallelize_qwen3_5_mindspore_from_configs
+    return parallelize_qwen3_5_from_configs
