@@ -1,10 +1,13 @@
 """Wall time of the parity suite: ``python -m parity run`` serial vs parallel, and the pytest suite
 ``-n 0`` vs ``-n 2``, interleaved, optionally against an older revision of the project side by side.
 
-Run: ``python benchmarks/bench_parity_suite.py [--rounds 2] [--rev <git revision> ...]``. Each
-revision is checked out into a temporary ``git worktree`` (HEAD's working tree is measured as
+Run: ``python benchmarks/bench_parity_suite.py [--rounds 2] [--rev <git revision> ...] [--only TEXT ...]``.
+Each revision is checked out into a temporary ``git worktree`` (HEAD's working tree is measured as
 ``work``); every round runs every command of every tree once, in turn, so all see the same machine
-load. Printed: the median wall time of each command per tree and the number of cases it ran.
+load. ``--only`` keeps the commands whose name contains one of the texts (``--only pytest``: the
+two pytest commands). Printed: every measurement with the 1-minute load average when it started
+(other processes on the machine slow both commands), then the median wall time of each command per
+tree and the number of cases it ran.
 Targets (issue 9): ``parity run`` under 30 s warm on 2 cores, ``pytest -n 2`` faster than ``-n 0``.
 """
 
@@ -84,8 +87,21 @@ def main() -> None:
     parser.add_argument(
         "--rev", action="append", default=[], help="older revision to measure beside the work tree"
     )
+    parser.add_argument(
+        "--only", action="append", default=[], help="measure only the commands whose name contains this"
+    )
+    parser.add_argument(
+        "--no-work",
+        action="store_true",
+        help="measure only the --rev trees, not the working tree (which may hold others' uncommitted edits)",
+    )
     args = parser.parse_args()
-    trees: dict[str, Path] = {"work": REPO}
+    if args.no_work and not args.rev:
+        parser.error("--no-work needs at least one --rev")
+    names = [n for n in COMMANDS if not args.only or any(text in n for text in args.only)]
+    if not names:
+        parser.error(f"--only {args.only} matches none of {list(COMMANDS)}")
+    trees: dict[str, Path] = {} if args.no_work else {"work": REPO}
     with tempfile.TemporaryDirectory(prefix="bench-parity-") as tmp:
         for rev in args.rev:
             path = Path(tmp) / rev.replace("/", "_")
@@ -97,16 +113,19 @@ def main() -> None:
             summaries: dict[tuple[str, str], str] = {}
             # One warm-up pass (page cache, .pyc files), then the measured rounds.
             for round_ in range(args.rounds + 1):
-                for name in COMMANDS:
+                for name in names:
                     for label, tree in trees.items():
+                        load = os.getloadavg()[0]
                         seconds, summary = _run(name, tree)
+                        tag = "warm-up" if round_ == 0 else f"round {round_}"
+                        print(f"  {tag:8s} {name:24s} {label:10s} {seconds:6.1f} s  (load {load:.1f})", flush=True)
                         if round_ > 0:
                             times.setdefault((label, name), []).append(seconds)
                             summaries[(label, name)] = summary
             print(
                 f"{args.rounds} interleaved round(s), {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
             )
-            for name in COMMANDS:
+            for name in names:
                 for label in trees:
                     median = statistics.median(times[(label, name)])
                     print(f"  {name:24s} {label:10s} {median:6.1f} s   {summaries[(label, name)]}")
