@@ -309,8 +309,11 @@ class _Tap:
         return self
 
     def __next__(self):
+        from hyper_parallel.platform import get_platform
+
         group = next(self._it)
-        self._sink.append([{k: v.clone() for k, v in mb.items()} for mb in group])
+        copy = get_platform().detached_copy
+        self._sink.append([{k: copy(v) for k, v in mb.items()} for mb in group])
         return group
 
 

@@ -73,8 +73,6 @@ def _read_checkpoint(root: Path) -> dict[str, Any]:
     """
     import json
 
-    import torch
-
     from hyper_parallel.checkpointing import verify_manifest
     from hyper_parallel.platform import get_platform
 
@@ -83,7 +81,7 @@ def _read_checkpoint(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"dir": step_dir.name}
     out["model"] = get_platform().dcp_full_state_dict(str(step_dir))
     for name in ("optimizer_rank0", "scheduler", "rng_rank0", "dataloader_rank0"):
-        out[name] = torch.load(step_dir / f"{name}.pt", weights_only=True)
+        out[name] = get_platform().load(step_dir / f"{name}.pt", weights_only=True)
     out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
     return out
 
