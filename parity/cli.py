@@ -146,9 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", type=Path, default=None, help="keep both sides' runs and exports in this folder"
     )
     p_cross.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where cross.json goes")
+    profile(p_cross)
     p_cross.add_argument("--side", choices=("legacy", "new"), default=None, help=argparse.SUPPRESS)
     p_cross.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
     p_cross.add_argument("--weights", type=Path, default=None, help=argparse.SUPPRESS)
+    p_cross.add_argument(
+        "--new-override", dest="new_overrides", action="append", default=[], help=argparse.SUPPRESS
+    )
     p_self = sub.add_parser("selfcheck", help="plant divergences and measure how many the suite catches")
     selfcheck_runner.add_arguments(p_self)
     return parser
@@ -174,8 +178,6 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return _report(args, console)
     if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
         return selfcheck_runner.main(args, console)
-    if args.command == "cross":
-        return _cross(args, console)
     if args.command == "env":
         backends = [args.backend] if args.backend else []
     else:
@@ -197,6 +199,8 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         return 2
     if args.command == "env":
         return _env(args, console)
+    if args.command == "cross":  # both sides inherit the pinned profile (it lives in os.environ)
+        return _cross(args, console)
     if args.command == "bisect":
         return _bisect(args, console)
     try:
@@ -511,7 +515,7 @@ def _cross(args: argparse.Namespace, console: Console) -> int:
     if args.side is not None:  # one side, in the process the driver started for it
         if args.out is None or args.weights is None:
             raise SystemExit("parity cross --side needs --out and --weights")
-        cross.produce(args.side, args.out, args.weights)
+        cross.produce(args.side, args.out, args.weights, args.new_overrides if args.side == "new" else ())
         return 0
     if importlib.util.find_spec("mindspore") is None:
         console.print(
@@ -519,7 +523,9 @@ def _cross(args: argparse.Namespace, console: Console) -> int:
             "parity(cross) session installs it) or `pip install -e '.\\[dev,mindspore]'`"
         )
         return 2
-    return cross.run_cross(console, keep=args.keep, report_dir=args.report_dir)
+    return cross.run_cross(
+        console, keep=args.keep, report_dir=args.report_dir, new_overrides=args.new_overrides
+    )
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:

@@ -91,18 +91,21 @@ TOLERANCES: tuple[Tolerance, ...] = (
               "the LR lambda is Python float math on both sides (MindSpore applies it as float32)", "0"),
     Tolerance("batches", "int64", "cpu", "exact", None, "token ids come from the same sampler and collate", "0"),
     Tolerance("metric_keys", "-", "cpu", "exact", None, "the same record layout", "0"),
-    Tolerance("checkpoint_layout", "-", "cpu", "exact", None, "key sets, shapes and dtypes", "0"),
-    Tolerance("losses", "float64", "cpu", "max_abs", 2e-5,
-              "log_softmax/CE kernels differ (the notes: 390 ULP on log_softmax); the error grows with steps",
-              "see parity/reports/cross.json"),
-    Tolerance("grad_norms", "float32", "cpu", "max_abs", 2e-4,
-              "gradients through exp/log and reductions differ in the last bits", "see parity/reports/cross.json"),
-    Tolerance("logits", "float32", "cpu", "max_abs", 1e-3,
-              "after N steps of AdamW the weights differ slightly; logits amplify it",
-              "see parity/reports/cross.json"),
-    Tolerance("weights", "float32", "cpu", "max_abs", 1e-4,
-              "MindSpore's AdamW differs from torch's by a few ULP per step on decayed weights (notes)",
-              "see parity/reports/cross.json"),
+    Tolerance("checkpoint_layout", "-", "cpu", "exact", None,
+              "key sets, shapes and dtypes; the RNG state's length is each framework's own", "0"),
+    Tolerance("losses", "float64", "cpu", "max_abs", 5e-5,
+              "MindSpore's exp/log_softmax/CE kernels differ from torch's in the last bits (the notes: "
+              "log_softmax 390 ULP); the difference grows with the steps",
+              "5.7e-6 native, 3.8e-6 portable (5 steps)"),
+    Tolerance("grad_norms", "float32", "cpu", "max_abs", 2e-5,
+              "gradients through exp/log and float32 reductions", "1.9e-6 native, 9.5e-7 portable (about 2 ULP)"),
+    Tolerance("logits", "float32", "cpu", "max_abs", 5e-4,
+              "softmax/sigmoid/silu kernels differ by a few ULP per op and compound over the layers "
+              "(1.3e-5 before training, tests/mindspore/test_model_mindspore.py)",
+              "4.6e-5 after 5 steps, both profiles (peak |logit| about 11)"),
+    Tolerance("weights", "float32", "cpu", "max_abs", 3e-5,
+              "MindSpore's AdamW computes its step size and bias corrections in float32 (torch: Python floats)",
+              "2.5e-6 native, 1.3e-6 portable (5 steps)"),
 )  # fmt: skip
 
 
@@ -132,7 +135,7 @@ def tolerance_table_markdown() -> str:
 
 
 # ----------------------------------------------------------------------------- one side
-def produce(side: str, out: Path, weights: Path) -> None:
+def produce(side: str, out: Path, weights: Path, extra: Sequence[str] = ()) -> None:
     """Train one side from ``weights`` and write ``artifacts.json`` and ``arrays.safetensors`` to ``out``.
 
     Runs under this process's platform (torch for the legacy side, MindSpore for the new one).
@@ -144,7 +147,7 @@ def produce(side: str, out: Path, weights: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     run = run_legacy if side == "legacy" else run_new
-    overrides = (*_OVERRIDES, f"--model.weights_path={weights}")
+    overrides = (*_OVERRIDES, f"--model.weights_path={weights}", *extra)
     artifacts = run(*overrides, workdir=out / "work")
     exact: dict[str, Any] = {}
     for name in ("param_groups", "lr_curve", "batches"):
@@ -214,7 +217,12 @@ def _layout_only(tree: Any) -> Any:
 
     if tree is None:
         return None
-    return {"keys": tree["keys"], "state": strip(tree["state"])}
+    state = strip(tree["state"])
+    for key in list(state):
+        if key.startswith("rng_rank"):
+            # Each framework's generator state: its own layout and length, restored by its own side.
+            state[key] = "framework RNG state"
+    return {"keys": tree["keys"], "state": state}
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -338,12 +346,16 @@ def run_cross(
     *,
     keep: Path | None = None,
     report_dir: Path | None = None,
-    backend_python: str | None = None,
+    new_overrides: Sequence[str] = (),
 ) -> int:
-    """Both sides in their own processes, then the comparison; 0 when every artifact passes."""
+    """Both sides in their own processes, then the comparison; 0 when every artifact passes.
+
+    ``new_overrides`` (YAML overrides for the new side only) plant a divergence: the self-test of
+    tier C (``tests/mindspore/test_cross.py``) checks that the right artifact goes red.
+    """
     from parity.suites.e2e_trainer import initial_weights
 
-    python = backend_python or sys.executable
+    python = sys.executable
     with tempfile.TemporaryDirectory(prefix="parity-cross-") as tmp:
         root = Path(keep) if keep is not None else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
@@ -363,6 +375,8 @@ def run_cross(
                 "--weights",
                 str(weights),
             ]
+            if side == "new":
+                cmd += [f"--new-override={o}" for o in new_overrides]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if proc.returncode != 0:
                 tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])

@@ -677,13 +677,14 @@ class MindSporePlatform:
         return self._torch.unsafe_pickle_error()
 
     def full_model_state_dict(self, model: Any) -> dict[str, Any]:
-        return {name: self.detached_copy(param) for name, param in model.named_parameters()}
+        """Every state-dict entry, a tied weight under each of its names (as torch's state dict)."""
+        return {name: self.detached_copy(param) for name, param in _model_state(model).items()}
 
     def set_full_model_state_dict(
         self, model: Any, state_dict: Any, *, strict: bool = False
     ) -> IncompatibleKeys:
         """Copy values into the parameters by name (in place); torch's missing/unexpected keys and strict."""
-        params = dict(model.named_parameters())
+        params = _model_state(model)
         missing = [name for name in params if name not in state_dict]
         unexpected = [key for key in state_dict if key not in params]
         if strict and (missing or unexpected):
@@ -767,3 +768,10 @@ class MindSporePlatform:
                 f"over {self.get_world_size()} ranks): MindSpore 2.10 has no DeviceMesh"
             )
         return SingleRankMesh(device_type, tuple(mesh_dim_names))
+
+
+def _model_state(model: Any) -> dict[str, Any]:
+    """The model's state by name: ``Cell.state_dict()`` lists a tied Parameter under every name (the
+    HF export needs ``lm_head.weight`` too); a model without one falls back to ``named_parameters``."""
+    state = getattr(model, "state_dict", None)
+    return dict(state()) if callable(state) else dict(model.named_parameters())
