@@ -30,7 +30,10 @@ from hyper_parallel.platform import mindspore_io as msio
 from hyper_parallel.platform.group import GroupInfo
 from hyper_parallel.platform.mindspore_optim import AdamW, GradStore, LambdaLR
 
-__all__ = ["LIMITATIONS", "Limitation", "MindSporePlatform"]
+__all__ = ["ASYNC_LAUNCH_ENV", "LIMITATIONS", "Limitation", "MindSporePlatform"]
+
+# Set to 1 to keep MindSpore's asynchronous kernel launch (the platform launches synchronously).
+ASYNC_LAUNCH_ENV = "HYPER_PARALLEL_MS_ASYNC_LAUNCH"
 
 
 @dataclass(frozen=True)
@@ -293,6 +296,12 @@ class MindSporePlatform:
     def __init__(self) -> None:
         self._grads = GradStore()
         self._distributed = False
+        if os.environ.get(ASYNC_LAUNCH_ENV, "") != "1":
+            # Launch each kernel synchronously. PyNative's asynchronous launch pipeline runs its own
+            # threads beside the kernels' pool; on a 2-core CPU they compete and a debug-recipe step
+            # took 6.1 s instead of 0.45 s (measured; the same kernels, so the same bits). A failing
+            # kernel also raises at its own op, not at a later unrelated one (the notes' pitfall 3).
+            ms.runtime.launch_blocking()
         from hyper_parallel.platform.torch_platform import TorchPlatform
 
         self._torch = TorchPlatform()  # DCP bridge and its restricted reader
