@@ -186,6 +186,8 @@ _INT_VIEW = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 _RNG_MAGIC = b"HPMSRNG1"
 _MSRUN_ROLE = "MS_ROLE"  # msrun sets MS_ROLE=MS_WORKER in every worker it starts
+# ... and MS_ROLE=MS_SCHED in the one scheduler process it starts with the same script.
+_MSRUN_ROLES = ("MS_WORKER", "MS_SCHED")
 
 
 class IncompatibleKeys(NamedTuple):
@@ -728,13 +730,22 @@ class MindSporePlatform:
         return int(mint.distributed.get_world_size(group))
 
     def init_process_group(self, backend: str | None = None, timeout_seconds: float | None = None) -> None:
-        """Under msrun: ``mindspore.communication.init()``; plain ``python``: a world of 1, nothing started."""
-        if self._distributed or os.environ.get(_MSRUN_ROLE) != "MS_WORKER":
+        """Under msrun: ``mindspore.communication.init()``; plain ``python``: a world of 1, nothing started.
+
+        msrun runs the script in its scheduler process too (``MS_ROLE=MS_SCHED``), and the workers'
+        ``init()`` waits for that process's meta server, which only its own ``init()`` starts: skipping
+        it there left both workers retrying "Failed to connect to the meta server" until msrun's
+        timeout (measured, 2-rank msrun on CPU). The scheduler's ``init()`` serves the cluster and
+        ends the process when the workers are done; it does not return into the script.
+        """
+        role = os.environ.get(_MSRUN_ROLE)
+        if self._distributed or role not in _MSRUN_ROLES:
             return
         from mindspore.communication import init
 
         init()
-        self._distributed = True
+        # Only a worker is a rank; were a scheduler's init() to return, it stays a world of 1.
+        self._distributed = role == "MS_WORKER"
 
     def destroy_process_group(self) -> None:
         if self._distributed:
@@ -780,7 +791,11 @@ class MindSporePlatform:
 
 
 def _model_state(model: Any) -> dict[str, Any]:
-    """The model's state by name: ``Cell.state_dict()`` lists a tied Parameter under every name (the
-    HF export needs ``lm_head.weight`` too); a model without one falls back to ``named_parameters``."""
+    """The model's state by name, as torch's state dict: every ``named_parameters()`` entry, plus the
+    aliases of tied Parameters (the HF export needs ``lm_head.weight`` too). ``Cell.state_dict()``
+    lists those, but names a Parameter by attribute path: it is used only when it agrees with
+    ``named_parameters()`` (a Cell whose names differ keeps ``named_parameters()``)."""
+    named = dict(model.named_parameters())
     state = getattr(model, "state_dict", None)
-    return dict(state()) if callable(state) else dict(model.named_parameters())
+    full = dict(state()) if callable(state) else {}
+    return full if named and set(named) <= set(full) else named
