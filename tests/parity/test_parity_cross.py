@@ -110,3 +110,7 @@ def test_cross_without_mindspore_says_how_to_get_it() -> None:
     )
     assert proc.returncode == 2
     assert "MindSpore is not installed" in proc.stdout and ".[dev,mindspore]" in proc.stdout
+
+
+def test_readme_prints_the_table() -> None:
+    assert cross.tolerance_table_markdown() in (REPO / "README.md").read_text()
