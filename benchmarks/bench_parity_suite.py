@@ -5,9 +5,15 @@ Run: ``python benchmarks/bench_parity_suite.py [--rounds 2] [--rev <git revision
 Each revision is checked out into a temporary ``git worktree`` (HEAD's working tree is measured as
 ``work``); every round runs every command of every tree once, in turn, so all see the same machine
 load. ``--only`` keeps the commands whose name contains one of the texts (``--only pytest``: the
-two pytest commands). Printed: every measurement with the 1-minute load average when it started
-(other processes on the machine slow both commands), then the median wall time of each command per
-tree and the number of cases it ran.
+two pytest commands). Printed: every measurement with its CPU time (user + system, the command and
+its children) and the 1-minute load average when it started, then the median wall time of each
+command per tree and the number of cases it ran.
+
+On a shared machine read the CPU time beside the wall time: with the scheduler's autogroups
+(``/proc/sys/kernel/sched_autogroup_enabled``) the CPU is shared between sessions, not processes,
+so while other sessions keep the cores busy ``-n 2`` gets no more CPU than ``-n 0`` and only its
+extra cost shows (a second interpreter, framework imports and first-use warm-up per worker); its
+gain needs idle cores.
 Targets (issue 9): ``parity run`` under 30 s warm on 2 cores, ``pytest -n 2`` faster than ``-n 0``.
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import re
 import statistics
 import subprocess
@@ -65,20 +72,26 @@ def _supports_jobs(tree: Path) -> bool:
     return (tree / "parity" / "parallel.py").exists()
 
 
-def _run(name: str, tree: Path) -> tuple[float, str]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(name: str, tree: Path) -> tuple[float, float, str]:
     cmd = list(COMMANDS[name])
     if name.startswith("parity run") and not _supports_jobs(tree):
         cmd = cmd[:4]  # that revision has no -j: it is serial either way
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    cpu = _children_cpu() - cpu
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     result = [line for line in lines if " passed" in line][-1:] or lines[-1:] or [""]
     origin = [line.split(" from ", 1)[1] for line in lines if line.startswith("parity from ")][:1]
     summary = re.sub(r"\s+", " ", result[0])[:70] + (f"  [parity from {origin[0]}]" if origin else "")
     if proc.returncode != 0:
         summary = f"EXIT {proc.returncode}: {summary}"
-    return seconds, summary
+    return seconds, cpu, summary
 
 
 def main() -> None:
@@ -116,9 +129,12 @@ def main() -> None:
                 for name in names:
                     for label, tree in trees.items():
                         load = os.getloadavg()[0]
-                        seconds, summary = _run(name, tree)
+                        seconds, cpu, summary = _run(name, tree)
                         tag = "warm-up" if round_ == 0 else f"round {round_}"
-                        print(f"  {tag:8s} {name:24s} {label:10s} {seconds:6.1f} s  (load {load:.1f})", flush=True)
+                        print(
+                            f"  {tag:8s} {name:24s} {label:10s} {seconds:6.1f} s  cpu {cpu:6.1f} s  (load {load:.1f})",
+                            flush=True,
+                        )
                         if round_ > 0:
                             times.setdefault((label, name), []).append(seconds)
                             summaries[(label, name)] = summary
