@@ -775,9 +775,9 @@ class MindSporePlatform:
 
         group = group_info.group if group_info is not None else None
         kwargs = {} if group is None else {"group": group}
-        work = mint.distributed.all_reduce(
-            tensor, op=mint.distributed.ReduceOp.SUM, async_op=async_op, **kwargs
-        )
+        # ReduceOp lives in mindspore.ops (mint.distributed imports it from there but does not
+        # export it: mint.distributed.ReduceOp was an AttributeError on the first 2-rank msrun run).
+        work = mint.distributed.all_reduce(tensor, op=ops.ReduceOp.SUM, async_op=async_op, **kwargs)
         return tensor, work
 
     def init_device_mesh(self, device_type: str, shape: Any, mesh_dim_names: Any) -> SingleRankMesh:
