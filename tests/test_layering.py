@@ -20,6 +20,11 @@ Rules (``LAYER_DEPS`` says which layers each layer may import; a layer may alway
   ``components``: the legacy ``_build_*`` methods keep their own implementation, which is what the
   parity harness compares against the components.
 
+The components are framework-free as well: no module in ``hyper_parallel/components/`` imports
+``torch`` or ``mindspore`` at run time (``FRAMEWORK_FREE``; a ``TYPE_CHECKING`` import for type
+hints is fine). Every framework call goes through the platform, which is what lets the same
+components run on MindSpore (``tests/mindspore/test_components_mindspore.py``).
+
 A new subpackage of ``hyper_parallel`` fails until it is given a layer here. Known violations live
 in ``ALLOWED`` with a reason; an entry that no longer matches any import fails too, so the list only
 shrinks.
@@ -75,6 +80,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("benchmarks.bench_hyper_trainer", "parity"): "reuses the legacy-trainer suite's recipe setup",
     ("benchmarks.bench_localise", "parity"): "times the harness's localiser against plain trainer steps",
 }
+
+
+# Layers whose modules never import these frameworks at run time (only through the platform).
+FRAMEWORK_FREE: dict[str, tuple[str, ...]] = {"components": ("torch", "mindspore")}
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,16 @@ def violations(imports: list[Import]) -> list[tuple[tuple[str, str], Import, str
     return out
 
 
+def framework_imports(imports: list[Import]) -> list[Import]:
+    """Imports of a ``FRAMEWORK_FREE`` framework (or any submodule of it) from that layer."""
+    out = []
+    for imp in imports:
+        banned = FRAMEWORK_FREE.get(layer_of(imp.importer) or "", ())
+        if imp.target.partition(".")[0] in banned:
+            out.append(imp)
+    return out
+
+
 def project_imports() -> list[Import]:
     found: list[Import] = []
     for top in SCANNED:
@@ -247,3 +266,39 @@ def test_allowed_list_is_current() -> None:
     seen = {key for key, _, _ in violations(project_imports())}
     stale = sorted(set(ALLOWED) - seen)
     assert not stale, f"ALLOWED entries that no longer match an import (remove them): {stale}"
+
+
+@pytest.mark.parametrize(
+    ("importer", "target", "bad"),
+    [
+        ("hyper_parallel.components.loss", "torch", True),
+        ("hyper_parallel.components.loss", "torch.nn.functional", True),
+        ("hyper_parallel.components.optimizer", "mindspore", True),
+        ("hyper_parallel.components.optimizer", "mindspore.experimental.optim", True),
+        ("hyper_parallel.components.loss", "torchdata", False),
+        ("hyper_parallel.platform.mindspore_platform", "mindspore", False),
+        ("hyper_parallel.trainer.base", "torch", False),
+    ],
+)
+def test_framework_rule(importer: str, target: str, bad: bool) -> None:
+    assert bool(framework_imports([Import(importer, target, "<src>", 1)])) is bad
+
+
+def test_framework_rule_skips_type_checking_imports() -> None:
+    source = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    import torch
+def f():
+    import mindspore as ms
+"""
+    found = framework_imports(imports_of(source, "hyper_parallel.components.x", is_package=False))
+    assert [(i.target, i.line) for i in found] == [("mindspore", 6)]
+
+
+def test_components_import_no_framework() -> None:
+    """No component imports torch or mindspore at run time (module level or in a function)."""
+    found = framework_imports(project_imports())
+    assert not found, "components must reach the framework through the platform:\n" + "\n".join(
+        f"{imp.where()}" for imp in found
+    )
