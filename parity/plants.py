@@ -974,6 +974,16 @@ PLANTS: tuple[Plant, ...] = (
         needs="trainer_debug_seed (native debug recipe with debug.seed 13 vs legacy train.seed 13: initial weights)",
     ),
     _plant(
+        "init_dataloader_seed_ignores_debug_seed",
+        "trainer-init",
+        "new",
+        HT,
+        "seed=effective_seed(training, cfg.debug),",
+        "seed=training.seed,",
+        "step 3 (dataloader): the data seed is training.seed while debug.seed seeds the generators",
+        needs="trainer_debug_seed (the first step's micro-batches: the dummy data and the sampler follow the seed)",
+    ),
+    _plant(
         "init_tokenizer_vocab_unchecked",
         "trainer-init",
         "new",

@@ -263,14 +263,15 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.tokenizer = cfg.tokenizer.build(vocab_size=self.spec.model.vocab_size)
 
     def _init_dataloader(self) -> None:
-        """Sizes and seed are ``training``'s; the data rank is the dataloader module's one rule."""
+        """Sizes are ``training``'s, the seed is the run's (``debug.seed`` when set, as for the
+        generators in step 1); the data rank is the dataloader module's one rule."""
         cfg = self.config
         training = cfg.training
         self.dataloader = cfg.dataloader.build(
             seq_len=training.seq_len,
             local_batch_size=training.local_batch_size,
             global_batch_size=training.global_batch_size,
-            seed=training.seed,
+            seed=effective_seed(training, cfg.debug),
             dp_world_size=self.parallel_dims.dp_size,
             dp_rank=data_parallel_rank(get_platform().get_rank(), self.parallel_dims.non_dp_size),
             tokenizer=self.tokenizer,

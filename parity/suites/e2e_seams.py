@@ -12,7 +12,8 @@ their timing fields. Three small pairs cover what that leaves out, each well und
   that only builds ``ParallelDims`` from the trainer's own ``make_parallel_dims`` for that world.
 - ``trainer_debug_seed``: a ``HyperTrainer`` built from a native Config (the ``debug`` recipe) with
   ``debug.seed`` set, against ``LLMTrainer`` on the debug YAML with ``train.seed`` at that value:
-  the materialised initial weights (``debug.seed`` overrides ``training.seed`` for the run's RNG).
+  the materialised initial weights and the first step's micro-batches (``debug.seed`` is the run's
+  seed: it overrides ``training.seed`` for the generators and for the dataloader's sampler).
 - ``trainer_throughput``: two steps on padded text rows (the counted tokens are fewer than
   ``global_batch_size * seq_len``) with the step clock pinned to a ticking clock on both sides
   (the legacy logging module's ``time`` and the platform's ``wall_time``, as
@@ -149,7 +150,13 @@ def legacy_seeded_init(*, seed: int) -> dict[str, Any]:
 
     with _workdir(None) as tmp:
         args = legacy_args(*_side_dirs(tmp), f"--train.seed={seed}", "--train.checkpoint.save_steps=0")
-        return _weights(LLMTrainer(args).base.model)
+        base = LLMTrainer(args).base
+        if hasattr(base.sampler, "set_epoch"):
+            base.sampler.set_epoch(0)
+        return {
+            **_weights(base.model),
+            "first_step": canonical.batches(next(base._make_micro_batch_iterator())),
+        }
 
 
 def new_seeded_init(*, seed: int) -> dict[str, Any]:
@@ -164,7 +171,10 @@ def new_seeded_init(*, seed: int) -> dict[str, Any]:
             checkpoint=dataclasses.replace(config.checkpoint, output_dir=f"{tmp}/ckpt", save_steps=0),
         )
         assert config.training.seed != seed, "the case needs debug.seed to differ from training.seed"
-        return _weights(config.build().model)
+        trainer = config.build()
+        trainer.dataloader.set_epoch(0)
+        first = next(trainer.dataloader.micro_batch_iterator())
+        return {**_weights(trainer.model), "first_step": canonical.batches(first)}
 
 
 REGISTRY.pair(
