@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mindspore as ms
@@ -264,28 +264,25 @@ def load_safetensors(path: str | os.PathLike[str]) -> dict[str, ms.Tensor]:
 
 
 # --------------------------------------------------------------------------- torch DCP bridge
-def _to_torch_tree(obj: Any) -> Any:
-    if isinstance(obj, ms.Tensor):
-        return to_torch(obj)
+def _map_tree(obj: Any, is_leaf: Callable[[Any], bool], convert: Callable[[Any], Any]) -> Any:
+    """``obj`` with every leaf that ``is_leaf`` accepts converted, through dicts, lists and tuples."""
+    if is_leaf(obj):
+        return convert(obj)
     if isinstance(obj, Mapping):
-        return {k: _to_torch_tree(v) for k, v in obj.items()}
+        return {k: _map_tree(v, is_leaf, convert) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_to_torch_tree(v) for v in obj]
+        return [_map_tree(v, is_leaf, convert) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(_to_torch_tree(v) for v in obj)
+        return tuple(_map_tree(v, is_leaf, convert) for v in obj)
     return obj
+
+
+def _to_torch_tree(obj: Any) -> Any:
+    return _map_tree(obj, lambda x: isinstance(x, ms.Tensor), to_torch)
 
 
 def _to_ms_tree(obj: Any) -> Any:
-    if is_torch_tensor(obj):
-        return to_mindspore(obj)
-    if isinstance(obj, Mapping):
-        return {k: _to_ms_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_ms_tree(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_to_ms_tree(v) for v in obj)
-    return obj
+    return _map_tree(obj, is_torch_tensor, to_mindspore)
 
 
 def copy_into(target: ms.Tensor, value: Any) -> None:
