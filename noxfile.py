@@ -123,7 +123,9 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(reuse_venv=True)
-def slow(session: nox.Session) -> None:
-    """The long-running tests (``-m slow``: multi-rank torchrun, full recipes)."""
-    _install_project(session)
-    session.run("pytest", "-m", "slow", *session.posargs, env=ENV)
+@nox.parametrize("backend", [nox.param(b, id=b) for b in BACKENDS])
+def slow(session: nox.Session, backend: str) -> None:
+    """The long-running tests (``-m slow``: multi-rank torchrun, full recipes; msrun on MindSpore)."""
+    _install_project(session, backend)
+    paths = ["tests/mindspore"] if backend == "mindspore" else []
+    session.run("pytest", "-m", "slow", *paths, *session.posargs, env=ENV)
