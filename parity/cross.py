@@ -331,7 +331,8 @@ def _compare_numeric(
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise ULP distance of two same-dtype float arrays (ordered integer views)."""
-    view = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    views: dict[int, type[np.signedinteger[Any]]] = {2: np.int16, 4: np.int32, 8: np.int64}
+    view = views[a.dtype.itemsize]
 
     def ordered(x: np.ndarray) -> np.ndarray:
         i = x.view(view).astype(np.int64)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import mindspore  # noqa: F401  (ImportError here is the signal get_platform() relies on)
 import mindspore as ms
@@ -359,7 +359,7 @@ class MindSporePlatform:
         import torch
 
         seeds = _seed_module()
-        np_state = np.random.get_state()
+        np_state = cast(tuple[Any, ...], np.random.get_state(legacy=True))
         header = {
             "global_seed": seeds._GLOBAL_SEED,
             "kernel_seeds": [[k[0], k[1], v] for k, v in seeds._KERNEL_SEED.items()],
@@ -504,7 +504,7 @@ class MindSporePlatform:
 
     def raw_bytes(self, tensor: Any) -> memoryview:
         array = msio.to_numpy(tensor).reshape(-1)
-        return memoryview(array.view(np.uint8)).cast("B")
+        return array.view(np.uint8).data.cast("B")
 
     def int_view_numpy(self, tensor: Any) -> np.ndarray:
         array = msio.to_numpy(tensor).reshape(-1)

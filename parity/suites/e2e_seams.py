@@ -100,7 +100,7 @@ def new_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
     for rank in range(world):
         config = legacy_to_trainer_config(legacy_args(*_dp_argv(tp=tp, cp=cp)))
         trainer = HyperTrainer.__new__(HyperTrainer)
-        trainer.config, trainer.spec = config, config.model_spec
+        trainer.config, trainer.spec = config, config.model_spec  # type: ignore[has-type]
         trainer.state = TrainerState(max_steps=config.training.steps)
         trainer.last_step_metrics, trainer._last_global_tokens, trainer.init_steps = None, None, []
 
@@ -109,7 +109,7 @@ def new_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
             trainer.parallel_dims = make_parallel_dims(world)
             trainer.device = torch.device("cpu")
 
-        trainer._helper_setup_distributed = faked_world
+        trainer._helper_setup_distributed = faked_world  # type: ignore[method-assign]
         with simulated_rank(rank):
             for name in INIT_STEPS[:3]:
                 with trainer._init_step(name):
@@ -151,8 +151,9 @@ def legacy_seeded_init(*, seed: int) -> dict[str, Any]:
     with _workdir(None) as tmp:
         args = legacy_args(*_side_dirs(tmp), f"--train.seed={seed}", "--train.checkpoint.save_steps=0")
         base = LLMTrainer(args).base
-        if hasattr(base.sampler, "set_epoch"):
-            base.sampler.set_epoch(0)
+        set_epoch = getattr(base.sampler, "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(0)
         return {
             **_weights(base.model),
             "first_step": canonical.batches(next(base._make_micro_batch_iterator())),
