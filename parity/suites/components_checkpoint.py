@@ -46,8 +46,64 @@ class TrainedState:
     batches: Any = None  # the loader's iterator, made on the first step
 
 
+def _platform_name() -> str:
+    from hyper_parallel.platform import get_platform
+
+    return get_platform().name
+
+
+def _platform_loader(ids: Any) -> Any:
+    """The toy rows through the platform's ``stateful_dataloader``, shuffled by its
+    ``distributed_sampler`` (one replica) as the dataloader component does: the loader state holds
+    counters only, no torch generator state."""
+    import torch
+
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    dataset = torch.utils.data.TensorDataset(ids)
+    sampler = platform.distributed_sampler(
+        dataset, num_replicas=1, rank=0, shuffle=True, seed=_DATA_SEED + 1, drop_last=False
+    )
+    return platform.stateful_dataloader(dataset, batch_size=_BATCH, sampler=sampler)
+
+
+def _toy_ids(vocab_size: int) -> Any:
+    import torch
+
+    # The data does not depend on the model's seed: a resumed state must read the same rows.
+    return torch.randint(0, vocab_size, (_ROWS, _SEQ), generator=torch.Generator().manual_seed(_DATA_SEED))
+
+
+def _components_trained_state(*, steps: int, seed: int, epoch: int) -> TrainedState:
+    """On MindSpore: the platform's debug model (``components_optim.debug_model``) with the
+    component optimizer and LR schedulers at the debug YAML's settings, on the same rows."""
+    from hyper_parallel.models.spec import get_spec
+    from parity.suites import components_optim as optim
+
+    args = legacy_args()
+    model = optim.debug_model(seed)
+    optimizer = optim.new_optimizers([model], **optim.debug_optimizer_fields())
+    scheduler = optim.new_schedulers(
+        optimizer, training_steps=args.train.max_steps, **optim.debug_scheduler_fields()
+    )
+    state = TrainedState(
+        model=model,
+        optimizer=optimizer,
+        lr_scheduler=scheduler,
+        dataloader=_platform_loader(_toy_ids(model.config.vocab_size)),
+        adapter=get_spec(args.model.name).state_dict_adapter,
+        step=0,
+        epoch=epoch,
+    )
+    for _ in range(steps):
+        train_step(state)
+    return state
+
+
 def trained_state(*, steps: int, seed: int = 0, fsdp: bool = False, epoch: int = 0) -> TrainedState:
-    """The debug model after ``steps`` optimizer steps (legacy optimizer + LR schedule)."""
+    """The debug model after ``steps`` optimizer steps (legacy optimizer + LR schedule; on MindSpore
+    the components', see ``_components_trained_state``)."""
     import torch
     from torchdata.stateful_dataloader import StatefulDataLoader
 
@@ -55,6 +111,10 @@ def trained_state(*, steps: int, seed: int = 0, fsdp: bool = False, epoch: int =
     from hyper_parallel.models.spec import get_spec
     from hyper_parallel.trainer.base import BaseTrainer, TrainerState
 
+    if _platform_name() != "torch":
+        if fsdp:
+            raise ValueError("fsdp=True needs torch (FSDP2)")
+        return _components_trained_state(steps=steps, seed=seed, epoch=epoch)
     args = legacy_args()
     torch.manual_seed(seed)
     model = build_qwen3_5(args)
@@ -109,11 +169,28 @@ def _single_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _loss_twice(loss: Any) -> tuple[Any, Any]:
+    return loss, loss  # ``platform.backward`` wants ``(loss, aux)``; MindSpore's aux must be a tensor
+
+
 def train_step(state: TrainedState) -> Any:
     """One optimizer step (legacy order: step, scheduler step, zero_grad); returns the loss."""
     if state.batches is None:
         state.batches = iter(state.dataloader)
     (batch,) = next(state.batches)
+    if _platform_name() != "torch":
+        from hyper_parallel.platform import get_platform
+
+        platform = get_platform()
+        ids = platform.as_int64(batch.tolist())
+        loss = platform.backward(
+            lambda: _loss_twice(state.model(input_ids=ids, labels=ids)["loss"]), state.model
+        )
+        state.optimizer.step()
+        state.lr_scheduler.step()
+        state.optimizer.zero_grad()
+        state.step += 1
+        return loss
     with _single_thread():
         loss = state.model(input_ids=batch, labels=batch)["loss"]
         loss.backward()
@@ -220,27 +297,60 @@ def read_step_dir(step_dir: Path) -> dict[str, Any]:
         files.remove(MANIFEST_FILE)
     out: dict[str, Any] = {"files": files}
     out["model"] = canonical.checkpoint(get_platform().dcp_full_state_dict(str(step_dir)))
+    platform = get_platform()
+    on_torch = platform.name == "torch"
+
+    def load(path: Path) -> Any:  # on MindSpore the platform's own format (safetensors + typed JSON)
+        return torch.load(path, weights_only=True) if on_torch else platform.load(path)
+
     for key, name in (
         ("optimizer", "optimizer_rank0.pt"),
         ("scheduler", "scheduler.pt"),
         ("dataloader", "dataloader_rank0.pt"),
     ):
         if (step_dir / name).is_file():
-            out[key] = canonical.checkpoint(torch.load(step_dir / name, weights_only=True))
+            out[key] = canonical.checkpoint(load(step_dir / name))
     if (step_dir / "rng_rank0.pt").is_file():
-        out["rng"] = canonical.canonicalise(torch.load(step_dir / "rng_rank0.pt", weights_only=True))
+        rng = load(step_dir / "rng_rank0.pt")
+        out["rng"] = canonical.canonicalise(rng if on_torch else _draws_after_restoring(platform, rng))
     out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
     hf_dir = step_dir / "hf_ckpt"
     if (hf_dir / "model.safetensors").is_file():
-        with safe_open(str(hf_dir / "model.safetensors"), framework="pt") as f:
+        with safe_open(str(hf_dir / "model.safetensors"), framework="pt" if on_torch else "np") as f:
             tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 - safe_open is not a mapping
             metadata = f.metadata()
+        if not on_torch:
+            tensors = platform.load_safetensors(str(hf_dir / "model.safetensors"))
         out["hf"] = {"tensors": canonical.checkpoint(tensors), "metadata": metadata}
         config = hf_dir / "config.json"
         out["hf"]["config"] = (
             canonical.canonicalise(json.loads(config.read_text())) if config.is_file() else None
         )
     return out
+
+
+def _draws_after_restoring(platform: Any, rng_state: Any) -> dict[str, Any]:
+    """What a MindSpore RNG state restores, as draws of each generator it holds (MindSpore's ops,
+    numpy's global, torch's); the process RNG is put back afterwards.
+
+    Not the state's bytes: the platform's state lists MindSpore's per-op kernel seeds, one entry
+    per random op the process has created so far, so its size depends on which cases ran before
+    in the same worker; the draws do not.
+    """
+    import mindspore as ms
+    import numpy as np
+    import torch
+
+    before = platform.get_rng_state()
+    platform.set_rng_state(rng_state)
+    try:
+        return {
+            "mindspore": ms.ops.rand(8, dtype=ms.float32),
+            "numpy": platform.as_int64(np.random.randint(0, 1 << 30, size=4).tolist()),
+            "torch": platform.as_int64(torch.randint(0, 1 << 30, (4,)).tolist()),
+        }
+    finally:
+        platform.set_rng_state(before)
 
 
 def live_state(state: TrainedState) -> dict[str, Any]:
@@ -334,6 +444,7 @@ REGISTRY.golden(
     seed=0,
     params={"steps": 5},
     producer=manager_layout,
+    backends=("torch", "mindspore"),
 )
 
 

@@ -224,7 +224,13 @@ _GOLDENS = [
 
 for _name, _params in _GOLDENS:
     REGISTRY.golden(
-        _name, kind="batches", tags=("dataloader",), seed=0, params={**_params, "n": 4}, producer=new_batches
+        _name,
+        kind="batches",
+        tags=("dataloader",),
+        seed=0,
+        params={**_params, "n": 4},
+        producer=new_batches,
+        backends=("torch", "mindspore"),
     )
 
 
@@ -611,7 +617,12 @@ for _params in (
     {**SPLIT_CASES[4], "n": 4},  # short_text, rank 2 of 3
 ):
     REGISTRY.golden(
-        "dataloader_pad_golden", kind="batches", tags=("dataloader",), params=_params, producer=new_epoch
+        "dataloader_pad_golden",
+        kind="batches",
+        tags=("dataloader",),
+        params=_params,
+        producer=new_epoch,
+        backends=("torch", "mindspore"),
     )
 REGISTRY.golden(
     "dataloader_resume_golden",
@@ -619,6 +630,7 @@ REGISTRY.golden(
     tags=("dataloader",),
     params=RESUME_CASES[0],
     producer=new_resume,
+    backends=("torch", "mindspore"),
 )
 
 

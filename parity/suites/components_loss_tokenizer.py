@@ -176,11 +176,47 @@ def new_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_
     return _component_loss(debug_model(0), ids, labels, chunks)
 
 
+class _Leaf:
+    """One Parameter under ``named_parameters()``: what ``platform.backward`` differentiates."""
+
+    def __init__(self, param: Any) -> None:
+        self.param = param
+
+    def named_parameters(self):
+        yield "leaf", self.param
+
+
+def _component_loss_golden_mindspore(*, seed: int, ids: Any, labels: Any, chunks: int) -> dict[str, Any]:
+    """The MindSpore side of ``component_loss_golden``: the same integer batch, the platform's debug
+    model (``components_optim.debug_model``), the gradient w.r.t. the logits from ``platform.backward``."""
+    import mindspore as ms
+
+    from hyper_parallel.platform import get_platform
+    from parity.suites.components_optim import debug_model as platform_debug_model
+
+    platform = get_platform()
+    ids, labels = platform.as_int64(ids.tolist()), platform.as_int64(labels.tolist())
+    logits = platform.detached_copy(platform_debug_model(seed).forward_logits(ids))
+    leaf = _Leaf(ms.Parameter(logits, name="logits"))
+    loss_fn = _new_loss(chunks)
+
+    def loss_and_value() -> tuple[Any, Any]:
+        value = loss_fn(leaf.param, labels)
+        return value, value
+
+    loss = platform.backward(loss_and_value, leaf)
+    return {"loss": platform.detached_copy(loss), "logits_grad": platform.grad_of(leaf.param)}
+
+
 def component_loss_golden(*, seed: int, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
     """Tier B: the new loss on the debug model's logits (detached): value and logits gradient."""
     import torch
 
+    from hyper_parallel.platform import get_platform
+
     ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
+    if get_platform().name != "torch":
+        return _component_loss_golden_mindspore(seed=seed, ids=ids, labels=labels, chunks=chunks)
     with torch.no_grad():
         logits = debug_model(seed).forward_logits(ids)
     logits.requires_grad_(True)
@@ -574,6 +610,7 @@ for _extra in (
         seed=0,
         params={"seed": 0, "batch": 2, "seq": 32, "data_seed": 7, **_extra},
         producer=component_loss_golden,
+        backends=("torch", "mindspore"),
     )
 
 for _variant, _special in (
@@ -652,4 +689,5 @@ for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False
         tags=("tokenizer",),
         params={"variant": _variant, "special": _special},
         producer=new_token_ids,
+        backends=("torch", "mindspore"),
     )

@@ -387,7 +387,14 @@ for _params in CASE_PARAMS:
         legacy=legacy_case,
         new=new_case,
     )
-    REGISTRY.golden("metrics_processor", kind="metrics", tags=("metrics",), params=_params, producer=new_case)
+    REGISTRY.golden(
+        "metrics_processor",
+        kind="metrics",
+        tags=("metrics",),
+        params=_params,
+        producer=new_case,
+        backends=("torch", "mindspore"),
+    )
 
 
 # ----------------------------------------------------------------------------- W&B run identity

@@ -37,7 +37,7 @@ import contextlib
 import functools
 import math
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,17 +81,31 @@ def optimizer_overrides(
 
 
 def debug_model(seed: int, *, frozen: str = "none"):
-    """The debug Qwen3.5 model (tied embeddings) with seeded weights; ``frozen``: name substring."""
-    import torch
+    """The debug Qwen3.5 model (tied embeddings) with seeded weights; ``frozen``: name substring.
 
-    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+    On torch, the legacy builder (``build_qwen3_5``, the tier A pairs' model); on MindSpore, the
+    debug flavour's ``Qwen3_5Config.build()`` (``model_mindspore.py``: same FQNs and tying, its own
+    RNG draws), seeded through the platform.
+    """
+    from hyper_parallel.platform import get_platform
 
-    torch.manual_seed(seed)
-    model = build_qwen3_5(legacy_args())
+    platform = get_platform()
+    if platform.name == "torch":
+        import torch
+
+        from hyper_parallel.models.qwen3_5 import build_qwen3_5
+
+        torch.manual_seed(seed)
+        model = build_qwen3_5(legacy_args())
+    else:
+        from hyper_parallel.models.qwen3_5.config import FLAVORS, Qwen3_5Config
+
+        platform.manual_seed(seed)
+        model = Qwen3_5Config(**FLAVORS["debug"]).build()
     if frozen != "none":
         for name, param in model.named_parameters():
             if frozen in name:
-                param.requires_grad_(False)
+                param.requires_grad = False
     return model
 
 
@@ -115,10 +129,33 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def _loss_twice(loss: Any) -> tuple[Any, Any]:
+    """``(loss, aux)`` for ``platform.backward``: MindSpore's ``value_and_grad(has_aux=True)`` wants a
+    tensor aux, not None."""
+    return loss, loss
+
+
 def train(model, optimizer, scheduler, inputs: Iterable[Any], *, clip: float | None) -> None:
-    """The legacy step order: backward, clip, optimizer step, scheduler step, zero_grad."""
+    """The legacy step order: backward, clip, optimizer step, scheduler step, zero_grad.
+
+    On MindSpore the same order through the platform (``backward``, ``clip_grad_norm``), on the
+    same integer batches.
+    """
     import torch
 
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    if platform.name != "torch":
+        for ids in inputs:
+            ids = platform.as_int64(ids.tolist())
+            platform.backward(lambda ids=ids: _loss_twice(model(input_ids=ids, labels=ids)["loss"]), model)
+            if clip is not None:
+                platform.clip_grad_norm(model.parameters(), clip)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        return
     with one_thread():
         for ids in inputs:
             model(input_ids=ids, labels=ids, use_cache=False)["loss"].backward()
@@ -171,11 +208,27 @@ def lr_curve_of(scheduler, optimizer, steps: int) -> list:
     return canonical.lr_curve(curve)
 
 
-def one_param_optimizer(lr: float):
-    """An AdamW over one zero parameter (the schedule does not depend on the parameters)."""
-    import torch
+def zeros_parameter(numel: int) -> Any:
+    """A float32 zero Parameter of ``numel`` elements, of the process platform's framework
+    (``torch.nn.Parameter`` / ``mindspore.Parameter``)."""
+    from hyper_parallel.platform import get_platform
 
-    return torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    platform = get_platform()
+    if platform.name == "torch":
+        import torch
+
+        return torch.nn.Parameter(torch.zeros(numel))
+    import mindspore as ms
+
+    return ms.Parameter(platform.full((numel,), 0.0, dtype=platform.dtype_from_name("float32")), name="zeros")
+
+
+def one_param_optimizer(lr: float):
+    """An AdamW over one zero parameter (the schedule does not depend on the parameters); the
+    platform's AdamW (torch: ``torch.optim.AdamW`` itself)."""
+    from hyper_parallel.platform import get_platform
+
+    return get_platform().adamw([zeros_parameter(1)], lr=lr)
 
 
 # ----------------------------------------------------------------------------- new-side builders
@@ -606,15 +659,78 @@ _LEGACY_KEYWORDS: dict[str, tuple[str, ...] | None] = {
 }
 
 
-def build_toy_parts(spec: ToySpec, *, seed: int = 0) -> tuple[list[Any], list[Any]]:
-    """The parts of a toy (one ``torch.nn.Module`` each) and the Parameter of every entry."""
-    import torch
+class ToyModule:
+    """A ``torch.nn.Module``-shaped tree of MindSpore Parameters (the toys on MindSpore, where a
+    Cell would rename and re-register parameters): ``named_parameters()`` walks it as torch does,
+    in pre-order, a module's own parameters before its children's, each Parameter once under its
+    first name."""
 
-    generator = torch.Generator().manual_seed(seed)
+    def __init__(self) -> None:
+        self._parameters: dict[str, Any] = {}
+        self._modules: dict[str, ToyModule] = {}
+
+    def add_module(self, name: str, module: ToyModule) -> None:
+        self._modules[name] = module
+
+    def register_parameter(self, name: str, param: Any) -> None:
+        self._parameters[name] = param
+
+    def named_children(self) -> Iterator[tuple[str, ToyModule]]:
+        yield from self._modules.items()
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        seen: set[int] = set()
+
+        def walk(module: ToyModule, at: str) -> Iterator[tuple[str, Any]]:
+            for name, param in module._parameters.items():
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    yield at + name, param
+            for name, child in module._modules.items():
+                yield from walk(child, f"{at}{name}.")
+
+        yield from walk(self, f"{prefix}." if prefix else "")
+
+    def parameters(self) -> list[Any]:
+        return [p for _, p in self.named_parameters()]
+
+
+def _toy_factories(seed: int) -> tuple[Callable[[], Any], Callable[[str, tuple[int, ...], bool], Any]]:
+    """``(new module, new parameter)`` of the platform: torch Modules and ``torch.randn`` draws, or
+    ``ToyModule`` and MindSpore Parameters drawn from the platform's numpy generator."""
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    if platform.name == "torch":
+        import torch
+
+        generator = torch.Generator().manual_seed(seed)
+
+        def torch_param(path: str, shape: tuple[int, ...], frozen: bool) -> Any:
+            del path
+            return torch.nn.Parameter(torch.randn(shape, generator=generator), requires_grad=not frozen)
+
+        return torch.nn.Module, torch_param
+    import mindspore as ms
+    import numpy as np
+
+    rng = platform.generator(seed)
+
+    def ms_param(path: str, shape: tuple[int, ...], frozen: bool) -> Any:
+        value = np.asarray(rng.standard_normal(shape), dtype=np.float32)
+        return ms.Parameter(ms.Tensor(value), name=path, requires_grad=not frozen)
+
+    return ToyModule, ms_param
+
+
+def build_toy_parts(spec: ToySpec, *, seed: int = 0) -> tuple[list[Any], list[Any]]:
+    """The parts of a toy (one ``torch.nn.Module`` each; ``ToyModule`` on MindSpore) and the
+    Parameter of every entry."""
+    new_module, new_param = _toy_factories(seed)
     parts: list[Any] = []
     flat: list[Any] = []
     for part_spec in spec:
-        part = torch.nn.Module()
+        part = new_module()
         for path, shape, frozen, alias in part_spec:
             *module_path, leaf = path.split(".")
             if not module_path:
@@ -625,13 +741,13 @@ def build_toy_parts(spec: ToySpec, *, seed: int = 0) -> tuple[list[Any], list[An
             for segment in module_path:
                 child = owner._modules.get(segment)
                 if child is None:
-                    child = torch.nn.Module()
+                    child = new_module()
                     owner.add_module(segment, child)
                 owner = child
             if alias >= 0:
                 param = flat[alias]
             else:
-                param = torch.nn.Parameter(torch.randn(shape, generator=generator), requires_grad=not frozen)
+                param = new_param(path, shape, frozen)
             owner.register_parameter(leaf, param)
             flat.append(param)
         parts.append(part)
@@ -731,9 +847,16 @@ def new_in_backward_toy_groups(**params: Any):
 
 def toy_step(flat: Sequence[Any], optimizer, *, seed: int) -> None:
     """One backward of ``sum((p * g).sum())`` over every entry (a tied or shared parameter collects
-    one gradient per use), then ``step`` and ``zero_grad``. ``g`` is drawn per entry, frozen ones too."""
+    one gradient per use), then ``step`` and ``zero_grad``. ``g`` is drawn per entry, frozen ones too
+    (on MindSpore from the platform's numpy generator, differentiated by ``platform.backward``)."""
     import torch
 
+    from hyper_parallel.platform import get_platform
+
+    platform = get_platform()
+    if platform.name != "torch":
+        _toy_step_platform(platform, flat, optimizer, seed=seed)
+        return
     generator = torch.Generator().manual_seed(seed + 1)
     loss = None
     for param in flat:
@@ -743,6 +866,37 @@ def toy_step(flat: Sequence[Any], optimizer, *, seed: int) -> None:
             loss = term if loss is None else loss + term
     if loss is not None:
         loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+class _Trainable:
+    """The trainable entries of a toy, each once, as ``platform.backward`` reads them."""
+
+    def __init__(self, flat: Sequence[Any]) -> None:
+        self._params = {id(p): p for p in flat if p.requires_grad}
+
+    def named_parameters(self) -> Iterator[tuple[str, Any]]:
+        for index, param in enumerate(self._params.values()):
+            yield f"p{index}", param
+
+
+def _toy_step_platform(platform: Any, flat: Sequence[Any], optimizer, *, seed: int) -> None:
+    import mindspore as ms
+    import numpy as np
+
+    rng = platform.generator(seed + 1)
+    grads = [ms.Tensor(np.asarray(rng.standard_normal(tuple(p.shape)), dtype=np.float32)) for p in flat]
+
+    def loss_fn() -> tuple[Any, Any]:
+        terms = [(param * grad).sum() for param, grad in zip(flat, grads, strict=True) if param.requires_grad]
+        loss = terms[0]
+        for term in terms[1:]:
+            loss = loss + term
+        return loss, loss
+
+    if any(p.requires_grad for p in flat):
+        platform.backward(loss_fn, _Trainable(flat))
     optimizer.step()
     optimizer.zero_grad()
 
@@ -906,6 +1060,7 @@ REGISTRY.golden(
     tags=("optimizer",),
     params=_GROUP_PARAMS[0],
     producer=new_param_groups,
+    backends=("torch", "mindspore"),
 )
 REGISTRY.golden(
     "optim_new_state",
@@ -914,10 +1069,16 @@ REGISTRY.golden(
     seed=11,
     params={"seed": 0, "steps": 3, "clip": True},
     producer=new_trained,
+    backends=("torch", "mindspore"),
 )
 for _params in (LR_GRID[1], LR_GRID[3]):
     REGISTRY.golden(
-        "lrsched_new_curve", kind="lr_curve", tags=("lr_scheduler",), params=_params, producer=new_lr_curve
+        "lrsched_new_curve",
+        kind="lr_curve",
+        tags=("lr_scheduler",),
+        params=_params,
+        producer=new_lr_curve,
+        backends=("torch", "mindspore"),
     )
 REGISTRY.golden(
     "optim_toy_new_groups",
@@ -925,6 +1086,7 @@ REGISTRY.golden(
     tags=("optimizer",),
     params=TOY_GROUP_PARAMS[2],
     producer=new_toy_groups,
+    backends=("torch", "mindspore"),
 )
 REGISTRY.golden(
     "optim_toy_new_step",
@@ -932,4 +1094,5 @@ REGISTRY.golden(
     tags=("optimizer",),
     params=TOY_STEP_PARAMS[1],
     producer=new_toy_stepped,
+    backends=("torch", "mindspore"),
 )

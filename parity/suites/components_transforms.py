@@ -143,4 +143,11 @@ TRANSFORM_GOLDENS: tuple[dict[str, Any], ...] = tuple(
     {"data": "alpaca_grid_small", "seq": seq} for seq in (8, 22)
 )
 for _params in TRANSFORM_GOLDENS:
-    REGISTRY.golden("transform_grid_golden", kind="token_ids", tags=_TAGS, params=_params, producer=new_grid)
+    REGISTRY.golden(
+        "transform_grid_golden",
+        kind="token_ids",
+        tags=_TAGS,
+        params=_params,
+        producer=new_grid,
+        backends=("torch", "mindspore"),
+    )

@@ -42,13 +42,11 @@ REGISTRY.pair(
 
 
 def _warmup_cosine_lrs(*, warmup_steps: int, steps: int, lr: float):
-    import torch
-
     from hyper_parallel.platform import get_platform
+    from parity.suites.components_optim import zeros_parameter
 
     platform = get_platform()
-    param = torch.nn.Parameter(torch.zeros(2))
-    optimizer = platform.adamw([param], lr=lr)
+    optimizer = platform.adamw([zeros_parameter(2)], lr=lr)
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -72,6 +70,7 @@ REGISTRY.golden(
     seed=0,
     params={"warmup_steps": 3, "steps": 12, "lr": 0.001},
     producer=_warmup_cosine_lrs,
+    backends=("torch", "mindspore"),
 )
 
 

@@ -49,11 +49,15 @@ def _tb_pair(tmp_path, **setup_kwargs):
 
 # --------------------------------------------------------------------------- harness cases
 def test_my_cases_are_registered():
-    ids = sorted(p.id for p in _MY_CASES)
+    ids = sorted(p.id for p in _MY_CASES if p.values[1] == "torch")
     # A pair and a golden per CASE_PARAMS entry, plus the W&B pairs (init arguments; mapped report_to).
     assert sum("metrics_processor_vs_callbacks" in i for i in ids) == len(cm.CASE_PARAMS)
     assert sum("metrics.metrics_processor-" in i for i in ids) == len(cm.CASE_PARAMS)
     assert sum("wandb" in i for i in ids) == len(ids) - 2 * len(cm.CASE_PARAMS) == 3
+    # The goldens also run on MindSpore (parity/golden/mindspore/), the pairs on torch only.
+    on_mindspore = sorted(p.id for p in _MY_CASES if p.values[1] == "mindspore")
+    assert len(on_mindspore) == len(cm.CASE_PARAMS)
+    assert all(i.startswith("mindspore-metrics.metrics_processor-") for i in on_mindspore)
 
 
 @pytest.mark.parametrize(("case", "backend"), _MY_CASES)
