@@ -409,7 +409,17 @@ class MindSporePlatform:
 
     # ------------------------------------------------- determinism and CPU numerics
     def set_deterministic(self, enabled: bool, warn_only: bool = False) -> None:
-        ms.set_deterministic(bool(enabled))
+        """Idempotent, as torch's: ``mindspore.set_deterministic`` refuses any second call in a
+        process ("can not be set repeatedly"), so asking for the state in force changes nothing."""
+        if bool(enabled) == self.is_deterministic():
+            return
+        try:
+            ms.set_deterministic(bool(enabled))
+        except RuntimeError as exc:
+            raise RuntimeError(
+                f"MindSpore's deterministic mode is set once per process and is already "
+                f"{'on' if self.is_deterministic() else 'off'}; cannot turn it {'on' if enabled else 'off'}: {exc}"
+            ) from exc
 
     def is_deterministic(self) -> bool:
         return ms.get_context("deterministic") == "ON"

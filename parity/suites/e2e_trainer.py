@@ -358,7 +358,7 @@ def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
     from hyper_parallel.trainer.hyper_trainer import HyperTrainer
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
-    with _workdir(workdir) as tmp, _determinism_set_once():
+    with _workdir(workdir) as tmp:
         args = legacy_args(*_side_dirs(tmp), *overrides)
         trainer: HyperTrainer = legacy_to_trainer_config(args).build()
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
@@ -384,36 +384,6 @@ def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
             trainer.state.log_history,
             Path(tmp, "ckpt"),
         )
-
-
-class _determinism_set_once:
-    """On MindSpore, a ``set_deterministic`` call that asks for the state already in force is a no-op.
-
-    ``mindspore.set_deterministic`` raises ("can not be set repeatedly") on a second call in a
-    process, and the harness turns determinism on before every check, so a recipe with
-    ``debug.deterministic: true`` (the debug YAML) could not build its trainer after it. torch's
-    call is idempotent; this gives MindSpore's the same meaning for the duration of one run.
-    Nothing changes on torch.
-    """
-
-    def __enter__(self) -> None:
-        from hyper_parallel.platform import get_platform
-
-        platform = get_platform()
-        self._platform = platform if platform.name == "mindspore" else None
-        if self._platform is None:
-            return
-        original = platform.set_deterministic
-
-        def set_once(enabled: bool, warn_only: bool = False) -> None:
-            if bool(enabled) != platform.is_deterministic():
-                original(enabled, warn_only)
-
-        platform.set_deterministic = set_once  # an instance attribute, removed on exit
-
-    def __exit__(self, *exc: object) -> None:
-        if self._platform is not None:
-            del self._platform.set_deterministic
 
 
 def _also(first, second):
