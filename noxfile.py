@@ -6,7 +6,7 @@ Every run gets ``PYTHONHASHSEED=0``.
 
     nox -s parity            # parity(torch), parity(mindspore), parity(cross): the main job
     nox -s tests             # tests(torch), tests(mindspore): pytest -n auto (slow excluded; see `nox -s slow`)
-    nox -s parity_update     # regenerate goldens, serially, printing their diffs
+    nox -s "parity_update(torch)"   # regenerate one backend's goldens, serially, printing their diffs
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
     nox -s selfcheck         # plant the divergences of parity/plants.py; how many does the suite catch?
 """
@@ -67,12 +67,13 @@ def parity(session: nox.Session, run: str) -> None:
 
 
 @nox.session(reuse_venv=True)
-def parity_update(session: nox.Session) -> None:
-    """Regenerate the torch goldens serially and print a unified diff of each one that changes."""
-    _install_project(session)
+@nox.parametrize("backend", [nox.param(b, id=b) for b in BACKENDS])
+def parity_update(session: nox.Session, backend: str) -> None:
+    """Regenerate one backend's goldens serially and print a unified diff of each one that changes."""
+    _install_project(session, backend)
     session.run(
-        "python", "-m", "parity", "update", "--backend", "torch", *session.posargs,
-        env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
+        "python", "-m", "parity", "update", "--backend", backend, *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": backend},
     )  # fmt: skip
 
 
