@@ -1,6 +1,8 @@
-"""nox sessions: ``tests``, ``parity(backend)`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``.
+"""nox sessions: ``tests``, ``parity`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``.
 
-Each session installs the project with its ``dev`` extra into its own venv (torch comes pinned by
+``tests``, ``slow`` and ``parity_update`` run once per backend (torch, mindspore), ``parity`` per run
+(torch, mindspore, cross). Each session installs the project with its ``dev`` extra (plus the
+``mindspore`` extra for MindSpore) into its own venv (torch comes pinned by
 pyproject as ``torch==2.13.0``); venvs are reused between runs, so only the first run installs.
 Every run gets ``PYTHONHASHSEED=0``.
 
