@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import re
+import resource
 import statistics
 import subprocess
 import sys

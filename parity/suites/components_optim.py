@@ -149,7 +149,11 @@ def train(model, optimizer, scheduler, inputs: Iterable[Any], *, clip: float | N
     if platform.name != "torch":
         for ids in inputs:
             ids = platform.as_int64(ids.tolist())
-            platform.backward(lambda ids=ids: _loss_twice(model(input_ids=ids, labels=ids)["loss"]), model)
+
+            def loss_fn(ids: Any = ids) -> tuple[Any, Any]:
+                return _loss_twice(model(input_ids=ids, labels=ids)["loss"])
+
+            platform.backward(loss_fn, model)
             if clip is not None:
                 platform.clip_grad_norm(model.parameters(), clip)
             optimizer.step()
