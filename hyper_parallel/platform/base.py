@@ -216,6 +216,10 @@ class Platform(Protocol):
         """
         ...
 
+    def grad_of(self, param: Any) -> Tensor | None:
+        """The gradient :meth:`backward` accumulated for ``param`` (torch: ``param.grad``), or ``None``."""
+        ...
+
     def clip_grad_norm(self, parameters: Iterable[Any], max_norm: float) -> Tensor:
         """Clip gradients in place to total norm ``max_norm``; returns the norm before clipping."""
         ...

@@ -332,6 +332,9 @@ class TorchPlatform:
         loss.backward()
         return aux.detach() if isinstance(aux, torch.Tensor) else aux
 
+    def grad_of(self, param) -> torch.Tensor | None:
+        return param.grad
+
     def clip_grad_norm(self, parameters: Iterable, max_norm: float):
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
 
