@@ -101,7 +101,7 @@ TOLERANCES: tuple[Tolerance, ...] = (
               "gradients through exp/log and float32 reductions", "1.9e-6 native, 9.5e-7 portable (about 2 ULP)"),
     Tolerance("logits", "float32", "cpu", "max_abs", 5e-4,
               "softmax/sigmoid/silu kernels differ by a few ULP per op and compound over the layers "
-              "(1.3e-5 before training, tests/mindspore/test_model_mindspore.py)",
+              "(1.3e-5 before training, tests/mindspore/models/test_model_mindspore.py)",
               "4.6e-5 after 5 steps, both profiles (peak |logit| about 11)"),
     Tolerance("weights", "float32", "cpu", "max_abs", 3e-5,
               "MindSpore's AdamW computes its step size and bias corrections in float32 (torch: Python floats)",
@@ -352,7 +352,7 @@ def run_cross(
     """Both sides in their own processes, then the comparison; 0 when every artifact passes.
 
     ``new_overrides`` (YAML overrides for the new side only) plant a divergence: the self-test of
-    tier C (``tests/mindspore/test_cross.py``) checks that the right artifact goes red.
+    tier C (``tests/mindspore/parity/test_cross.py``) checks that the right artifact goes red.
     """
     from parity.suites.e2e_trainer import initial_weights
 

@@ -23,7 +23,7 @@ Rules (``LAYER_DEPS`` says which layers each layer may import; a layer may alway
 The components are framework-free as well: no module in ``hyper_parallel/components/`` imports
 ``torch`` or ``mindspore`` at run time (``FRAMEWORK_FREE``; a ``TYPE_CHECKING`` import for type
 hints is fine). Every framework call goes through the platform, which is what lets the same
-components run on MindSpore (``tests/mindspore/test_components_mindspore.py``).
+components run on MindSpore (``tests/mindspore/ut/components/test_components_mindspore.py``).
 
 A new subpackage of ``hyper_parallel`` fails until it is given a layer here. Known violations live
 in ``ALLOWED`` with a reason; an entry that no longer matches any import fails too, so the list only

@@ -34,7 +34,7 @@ def _load(name: str) -> Platform:
     if name == "torch":
         from hyper_parallel.platform.torch_platform import TorchPlatform
 
-        return TorchPlatform()  # checked against Platform statically (mypy) and by tests/platform
+        return TorchPlatform()  # checked against Platform statically (mypy) and by tests/torch/platform
     from hyper_parallel.platform.mindspore_platform import MindSporePlatform
 
     # A placeholder whose constructor raises ImportError; it implements the protocol in its own issue.

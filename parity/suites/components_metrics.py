@@ -8,7 +8,7 @@ it (the legacy module's ``time`` and the platform's ``wall_time``), never global
 own timestamps stay real.
 
 The drivers (``run_legacy`` / ``run_new``) are also used by
-``tests/components/test_metrics.py``, which adds the W&B offline run files.
+``tests/torch/ut/components/test_metrics.py``, which adds the W&B offline run files.
 """
 
 from __future__ import annotations

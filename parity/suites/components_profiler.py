@@ -24,7 +24,7 @@ the defaults compares the legacy schema's and the legacy callback's code fallbac
 component's Config defaults. Both sides run in the same fresh working folder, so relative output
 folders are the same strings on both and on every machine. The tier B golden pins the new side's
 record on the default schedule. The real profiler's trace files are compared by a ``slow`` test
-(tests/components/test_profiler_cases.py).
+(tests/torch/ut/components/test_profiler_cases.py).
 """
 
 from __future__ import annotations

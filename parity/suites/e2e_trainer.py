@@ -16,7 +16,7 @@ Every pair case has a localiser (``localise_pair``): when one fails, ``parity.lo
 the recipe on both trainers in lockstep and names the first step, phase, artifact and component
 that differ; the report carries that, plus the loss, grad norm and LR curves of the case's runs.
 
-The functions are also the building blocks of ``tests/trainer/new/test_trainer_parity.py``.
+The functions are also the building blocks of ``tests/torch/ut/trainer/test_trainer_parity.py``.
 """
 
 from __future__ import annotations

@@ -8,4 +8,4 @@ from __future__ import annotations
 import importlib.util
 
 if importlib.util.find_spec("mindspore") is None:
-    collect_ignore_glob = ["test_*.py"]
+    collect_ignore_glob = ["test_*.py", "*/test_*.py"]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hyper_parallel.trainer import LLMTrainer
-from tests.trainer.legacy._recipes import DEBUG_YAML, debug_args
+from tests.torch.legacy_trainer._recipes import DEBUG_YAML, debug_args
 
 
 def _build_fails(tmp_path, *overrides, exc=ValueError, match=None):

@@ -1,7 +1,7 @@
 """The transform-grid cases (parity/suites/components_transforms.py) cover the grid and can fail.
 
 The registered cases run with the dataloader's (``case_params(REGISTRY, tag="dataloader")`` in
-``tests/components/test_dataloader.py``). Here: the committed grid files are what the asset
+``tests/torch/ut/components/test_dataloader.py``). Here: the committed grid files are what the asset
 builder writes and hold the edge cells the issue names; a divergence planted in the component's
 wiring fails the tier A pairs; a change of the shared transform moves both sides of a pair at once
 (tier A passes) and is caught by the tier B golden, at the cells it changes.

@@ -41,7 +41,7 @@ from parity.compare import VALUES, compare  # noqa: E402
 from parity.engine import Engine  # noqa: E402
 from parity.pytest_plugin import case_params, run_case  # noqa: E402
 from parity.suites import components_dataloader as suite  # noqa: E402
-from tests.components._legacy import bare_trainer, legacy_args, llm_wrapper  # noqa: E402
+from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wrapper  # noqa: E402
 
 MODEL_VOCAB = 512  # >= the assets tokenizer size, so the legacy vocab check passes
 DATA_FIELDS = (

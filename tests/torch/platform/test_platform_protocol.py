@@ -38,7 +38,7 @@ import pytest
 from hyper_parallel.platform import Platform, get_platform
 from hyper_parallel.platform.torch_platform import TorchPlatform
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # The modules that must reach the framework only through the protocol (architecture.md section 7):
 # protocols, config, components, recipes, the new trainer, its entry points and what it shares,

@@ -35,8 +35,8 @@ pytest.importorskip("mindspore")
 pytestmark = [pytest.mark.slow, pytest.mark.distributed]
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-WORKER = HERE / "_msrun_dataloader_worker.py"
+ROOT = HERE.parents[2]
+WORKER = HERE.parent / "_msrun_dataloader_worker.py"
 MSRUN_TIMEOUT_S = 300  # measured ~40 s on 2 loaded cores; init() alone waits ~30 s
 LOG_TAIL = 60
 
@@ -89,11 +89,11 @@ def _load(path: Path) -> dict:
 
 
 def test_msrun_dataloader_sharding_matches_legacy(tmp_path: Path) -> None:
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(WORKER.parent))
     try:
         import _msrun_dataloader_worker as worker
     finally:
-        sys.path.remove(str(HERE))
+        sys.path.remove(str(WORKER.parent))
 
     pad_dir = str(worker.write_pad_tokenizer(tmp_path / "tokenizer-pad"))
     out, log_dir = tmp_path / "out", tmp_path / "msrun-logs"

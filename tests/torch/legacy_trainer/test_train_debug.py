@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from tests.trainer.legacy._recipes import debug_args, run_curve
+from tests.torch.legacy_trainer._recipes import debug_args, run_curve
 
 
 @pytest.fixture(scope="module")

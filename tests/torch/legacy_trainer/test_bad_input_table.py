@@ -33,7 +33,7 @@ from hyper_parallel.checkpointing import (  # noqa: E402
     UnwritableDirError,
 )
 from tests._subprocess import child_env  # noqa: E402
-from tests.trainer.legacy._recipes import DEBUG_YAML, REPO_ROOT  # noqa: E402
+from tests.torch.legacy_trainer._recipes import DEBUG_YAML, REPO_ROOT  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",
@@ -635,7 +635,7 @@ def test_the_table_has_at_least_40_rows_with_unique_ids():
 
 
 def _debug_args(tmp: Path, overrides: tuple[str, ...]):
-    from tests.trainer.legacy._recipes import debug_args
+    from tests.torch.legacy_trainer._recipes import debug_args
 
     return debug_args(tmp, "--train.checkpoint.save_steps=0", "--train.max_steps=2", *overrides)
 

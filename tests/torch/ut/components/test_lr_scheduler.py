@@ -24,7 +24,7 @@ from parity.compare import VALUES, compare
 from parity.pytest_plugin import case_params, run_case
 from parity.suites import REGISTRY
 from parity.suites import components_optim as suite
-from tests.components._legacy import bare_trainer, debug_model, legacy_args, llm_wrapper
+from tests.torch.ut.components._legacy import bare_trainer, debug_model, legacy_args, llm_wrapper
 
 
 def legacy_scheduler(max_steps: int, *overrides: str, optimizer=None):

@@ -48,7 +48,7 @@ from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
 from hyper_parallel.trainer.legacy_mapping import config_manager, legacy_to_trainer_config
 from tests._subprocess import child_env
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DEBUG_YAML = REPO / "examples" / "debug" / "train.yaml"
 SURFACE_FILE = Path(__file__).with_name("cli_surface.txt")
 DEBUG = ["--module", "qwen3_5", "--config", "debug"]
@@ -426,7 +426,7 @@ def _surface_text(flags: list[str]) -> str:
     header = [
         "# Every flag `python -m hyper_parallel.train` accepts for the root HyperTrainer.Config tree.",
         "# Checked by test_trainer_config.py::test_cli_surface_is_frozen. To change it on purpose:",
-        "#   UPDATE_CLI_SURFACE=1 pytest tests/trainer/new/test_trainer_config.py -k cli_surface",
+        "#   UPDATE_CLI_SURFACE=1 pytest tests/torch/ut/trainer/test_trainer_config.py -k cli_surface",
     ]
     return "\n".join([*header, *flags]) + "\n"
 

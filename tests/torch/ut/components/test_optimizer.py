@@ -24,7 +24,7 @@ from parity.compare import STRUCTURE, VALUES, compare
 from parity.pytest_plugin import case_params, run_case
 from parity.suites import REGISTRY
 from parity.suites import components_optim as suite
-from tests.components._legacy import bare_trainer, debug_model, legacy_args
+from tests.torch.ut.components._legacy import bare_trainer, debug_model, legacy_args
 
 NORM_NAMES = {
     "model.layers.0.self_attn.q_norm.weight",

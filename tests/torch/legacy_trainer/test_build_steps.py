@@ -121,7 +121,7 @@ def test_validate_against_model_names_field():
 
 def test_corrupt_dcp_weights_folder_is_a_runtime_error(tmp_path):
     """DCP raises CheckpointException (a BaseException): it must still become the promised RuntimeError."""
-    from tests.components._legacy import bare_trainer, debug_model, legacy_args
+    from tests.torch.ut.components._legacy import bare_trainer, debug_model, legacy_args
 
     folder = tmp_path / "weights"
     folder.mkdir()

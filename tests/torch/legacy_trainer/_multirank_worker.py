@@ -12,14 +12,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.trainer.legacy._recipes import debug_args, run_curve  # noqa: E402
+from tests.torch.legacy_trainer._recipes import debug_args, run_curve  # noqa: E402
 
 
 def main() -> None:
     out = Path(sys.argv[1])
     args = debug_args(out, "--train.accelerator.dp_shard=-1", *sys.argv[2:])
     from hyper_parallel.trainer import LLMTrainer
-    from tests.trainer.legacy._recipes import CurveRecorder
+    from tests.torch.legacy_trainer._recipes import CurveRecorder
 
     trainer = LLMTrainer(args)
     trainer.base.sampler.set_epoch(0)

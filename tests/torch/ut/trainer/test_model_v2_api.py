@@ -11,7 +11,7 @@ from hyper_parallel.models.qwen3_5 import FLAVORS, Qwen3_5Config
 from hyper_parallel.protocols import verify_module_protocol
 from parity import assert_bitwise_equal, canonical
 from parity.compare import compare
-from tests.components._legacy import bare_trainer, legacy_args
+from tests.torch.ut.components._legacy import bare_trainer, legacy_args
 
 
 def _legacy_materialised(seed: int):

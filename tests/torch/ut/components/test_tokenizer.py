@@ -21,7 +21,7 @@ from parity.cases import REGISTRY
 from parity.compare import VALUES, compare
 from parity.pytest_plugin import case_params, run_case
 from parity.suites import components_loss_tokenizer as suite
-from tests.components._legacy import bare_trainer, legacy_args, llm_wrapper
+from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wrapper
 
 
 @pytest.mark.parametrize(("case", "backend"), case_params(REGISTRY, tag="tokenizer"))
