@@ -36,14 +36,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.checkpointing import (
     MANIFEST_FILE,
     CheckpointCorruptError,
@@ -64,6 +62,7 @@ from hyper_parallel.checkpointing import (
     verify_manifest,
 )
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ __all__ = [
     "rng_file",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 EXTRA_STATE_FILE = "extra_state.json"
 SCHEDULER_FILE = "scheduler.pt"

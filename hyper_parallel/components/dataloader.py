@@ -23,14 +23,13 @@ sampler, loader, grad accumulation, grouping) is this module's own code.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ __all__ = [
     "supported_types",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Labels are right-padded with the loss's ignore index, so padding never counts as a target.
 LABEL_PAD_ID = -100

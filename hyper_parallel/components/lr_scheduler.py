@@ -19,19 +19,18 @@ trainer passes after building the dataloader. ``warmup_steps`` fixes ``W`` direc
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs Logger.warning_once)
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
 
 __all__ = ["DECAY_STYLES", "LRSchedulersContainer", "lr_factor"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DECAY_STYLES = ("cosine", "constant")
 

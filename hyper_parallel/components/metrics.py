@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs logger.info_rank0)
 from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols import ConfigMixin, Configurable
 
 __all__ = ["MetricsProcessor", "TensorBoardConfig", "WandbConfig", "format_log_line", "scalar_metrics"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Code defaults of the legacy throughput fallback (train.global_batch_size, data.max_seq_len).
 DEFAULT_GLOBAL_BATCH_SIZE = 8

@@ -24,14 +24,13 @@ is NOT applied with this container; neither is gradient accumulation (every back
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs Logger.info_rank0)
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
 
 if TYPE_CHECKING:
@@ -45,7 +44,7 @@ __all__ = [
     "split_decay_groups",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_DECAY_KEYWORDS: tuple[str, ...] = ("bias", "layernorm", "norm", "rmsnorm")
 # Read by the trainer's loss scaling, not by the optimizer; kept here because the legacy YAML

@@ -17,18 +17,17 @@ Disabled means "nothing at all": ``Profiler.Config(enabled=False).build()`` retu
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs logger.info_rank0)
 from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols import Configurable
 
 __all__ = ["Profiler"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Runtime kwargs Profiler accepts; checked on the disabled path too, so a typo fails either way.
 _BUILD_KWARGS = frozenset({"rank"})

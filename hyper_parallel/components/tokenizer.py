@@ -25,17 +25,16 @@ wrapped tokenizer, ``.hf`` is that tokenizer, and other attributes are read from
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from typing import Any
 
-import hyper_parallel.platform.logging  # noqa: F401 - installs logger.info_rank0
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
 
 __all__ = ["BaseTokenizer", "HuggingFaceTokenizer"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _EXPECTED_FILES = "tokenizer.json and tokenizer_config.json"
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0)
+from hyper_parallel.platform.logging import get_logger
 
 __all__ = ["DUMMY_BASE_SEED", "DEFAULT_DUMMY_VOCAB", "DummyDataset", "build_dummy_dataset"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Fixed on purpose: the dummy data does not follow train.seed (spec 7.1).
 DUMMY_BASE_SEED = 42

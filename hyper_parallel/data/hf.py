@@ -6,7 +6,6 @@ that importing :mod:`hyper_parallel.data` stays cheap.
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0)
+from hyper_parallel.platform.logging import get_logger
 
 __all__ = [
     "FILE_BUILDERS",
@@ -25,7 +24,7 @@ __all__ = [
     "build_hf_dataset",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Single-file builder by extension for data.type=hf_datasets (ours).
 FILE_BUILDERS: dict[str, str] = {

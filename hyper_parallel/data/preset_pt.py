@@ -6,7 +6,6 @@ needs arbitrary pickled objects is refused (upstream used ``weights_only=False``
 
 from __future__ import annotations
 
-import logging
 import os
 import pickle
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0)
+from hyper_parallel.platform.logging import get_logger
 
 __all__ = [
     "PresetDataset",
@@ -26,7 +25,7 @@ __all__ = [
     "build_preset_dataset",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _REQUIRED_KEYS = ("input_ids", "labels")
 

@@ -6,7 +6,7 @@ through the object :func:`hyper_parallel.platform.get_platform` returns. This pr
 member that code reads, with the signature the torch platform implements; a MindSpore platform
 implements the same members with the same signatures.
 
-The list is derived from the code, not the other way round: ``tests/platform/test_platform_protocol.py``
+The list is derived from the code, not the other way round: ``tests/torch/platform/test_platform_protocol.py``
 scans the new-code modules and fails when they use a platform member missing here, and checks that
 ``TorchPlatform`` has every member with the same parameter names and kinds. A new platform call
 in new code therefore means a new entry here (and in every platform).

@@ -1,9 +1,10 @@
-"""Rank-aware logging: ``info_rank0``/``warning_rank0`` and ``info_once``/``warning_once``.
+"""Rank-aware logging: ``get_logger(name)`` gives a logger with ``info_rank0``/``warning_rank0``
+and ``info_once``/``warning_once``.
 
-Importing this module installs the four helpers on :class:`logging.Logger`. It lives in the
-platform layer so that components and the harness can use it without importing the trainer.
-``get_logger(name)`` is ``logging.getLogger(name)`` typed with the helpers, so that a type checker
-sees them (a plain ``logging.getLogger`` result is a ``Logger`` without them).
+The helpers live on :class:`RankLogger`, a :class:`logging.LoggerAdapter` over the stdlib logger
+of the same name, so a type checker sees them and ``logging.Logger`` itself is never patched.
+Handlers, levels and ``caplog`` work on the underlying logger as usual. The module sits in the
+platform layer so that components and the harness can log without importing the trainer.
 """
 
 from __future__ import annotations
@@ -12,20 +13,8 @@ import functools
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, cast
-
-if TYPE_CHECKING:
-
-    class RankLogger(logging.Logger):
-        """A ``logging.Logger`` with the helpers this module installs (a type, never instantiated)."""
-
-        def info_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None: ...
-        def warning_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None: ...
-        def info_once(self, msg: str, *args: Any) -> None: ...
-        def warning_once(self, msg: str, *args: Any) -> None: ...
-
-else:
-    RankLogger = logging.Logger
+from collections.abc import MutableMapping
+from typing import Any
 
 DEFAULT_FORMAT = "[%(asctime)s][rank%(rank)s][%(levelname)s] %(name)s: %(message)s"
 
@@ -49,43 +38,46 @@ def current_rank() -> int:
     return 0
 
 
-def _info_rank0(self: logging.Logger, msg, *args, **kwargs):
-    if current_rank() == 0:
-        kwargs.setdefault("stacklevel", 2)
-        self.info(msg, *args, **kwargs)
-
-
-def _warning_rank0(self: logging.Logger, msg, *args, **kwargs):
-    if current_rank() == 0:
-        kwargs.setdefault("stacklevel", 2)
-        self.warning(msg, *args, **kwargs)
-
-
 @functools.cache
 def _once(logger_name: str, level: int, msg: str) -> None:
+    """Log ``msg`` the first time this (logger, level, text) is seen in the process."""
     logging.getLogger(logger_name).log(level, msg, stacklevel=4)
 
 
-def _info_once(self: logging.Logger, msg: str, *args):
-    if current_rank() == 0:
-        _once(self.name, logging.INFO, msg % args if args else msg)
+class RankLogger(logging.LoggerAdapter):
+    """A stdlib logger plus the rank-aware helpers; everything else is the wrapped logger's.
+
+    ``*_rank0`` log on rank 0 only (the others would repeat the same line); ``*_once`` log the
+    first occurrence of a formatted message on rank 0, so a warning about a setting prints once
+    per process however many times the code path runs.
+    """
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        return msg, kwargs
+
+    def info_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        if current_rank() == 0:
+            kwargs.setdefault("stacklevel", 2)
+            self.logger.info(msg, *args, **kwargs)
+
+    def warning_rank0(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        if current_rank() == 0:
+            kwargs.setdefault("stacklevel", 2)
+            self.logger.warning(msg, *args, **kwargs)
+
+    def info_once(self, msg: str, *args: Any) -> None:
+        if current_rank() == 0:
+            _once(self.logger.name, logging.INFO, msg % args if args else msg)
+
+    def warning_once(self, msg: str, *args: Any) -> None:
+        if current_rank() == 0:
+            _once(self.logger.name, logging.WARNING, msg % args if args else msg)
 
 
-def _warning_once(self: logging.Logger, msg: str, *args):
-    if current_rank() == 0:
-        _once(self.name, logging.WARNING, msg % args if args else msg)
-
-
-def install_rank_helpers() -> None:
-    logging.Logger.info_rank0 = _info_rank0  # type: ignore[attr-defined]
-    logging.Logger.warning_rank0 = _warning_rank0  # type: ignore[attr-defined]
-    logging.Logger.info_once = _info_once  # type: ignore[attr-defined]
-    logging.Logger.warning_once = _warning_once  # type: ignore[attr-defined]
-
-
+@functools.cache
 def get_logger(name: str) -> RankLogger:
-    """``logging.getLogger(name)`` (the same object), typed with the rank-aware helpers."""
-    return cast(RankLogger, logging.getLogger(name))
+    """The :class:`RankLogger` over ``logging.getLogger(name)`` (one per name)."""
+    return RankLogger(logging.getLogger(name), {})
 
 
 class _RankFilter(logging.Filter):
@@ -97,7 +89,7 @@ class _RankFilter(logging.Filter):
 
 
 def init_logger(
-    level: int = logging.INFO, fmt: str | None = None, datefmt: str = "%H:%M:%S", stream=None
+    level: int = logging.INFO, fmt: str | None = None, datefmt: str = "%H:%M:%S", stream: Any = None
 ) -> None:
     """Replace the root handlers with one rank-stamping stream handler."""
     root = logging.getLogger()
@@ -108,6 +100,3 @@ def init_logger(
     handler.setFormatter(logging.Formatter(fmt or DEFAULT_FORMAT, datefmt=datefmt))
     root.addHandler(handler)
     root.setLevel(level)
-
-
-install_rank_helpers()

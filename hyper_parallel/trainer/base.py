@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -17,11 +16,12 @@ from typing import Any
 import torch
 
 from hyper_parallel.platform import GroupInfo, get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.platform.torch_platform import TRAINING_DTYPES
 from hyper_parallel.trainer.parallel_dims import ParallelDims
 from hyper_parallel.trainer.utils.loss import count_loss_token, mean_global_loss
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Substrings that put a parameter in the no-decay group (matched on the lower-cased name).
 NO_DECAY_KEYWORDS = ("bias", "layernorm", "norm", "rmsnorm")

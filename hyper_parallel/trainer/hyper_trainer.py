@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs info_rank0 / warning_rank0)
 from hyper_parallel.components.checkpoint import CheckpointManager
 from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
 from hyper_parallel.components.loss import BaseLoss, CrossEntropyLoss
@@ -37,6 +35,7 @@ from hyper_parallel.config import (
     effective_seed,
 )
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols import Configurable, ModelSpec, verify_module_protocol
 from hyper_parallel.trainer.base import BaseTrainer, TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
@@ -44,7 +43,7 @@ from hyper_parallel.trainer.utils.loss import mean_global_loss
 
 __all__ = ["HyperTrainer", "TrainerConfig", "InitStepError", "INIT_STEPS"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 try:  # tyro is only needed by the CLI; the tree itself must import without it.
     import tyro

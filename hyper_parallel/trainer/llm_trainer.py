@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.base import BaseTrainer
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class LLMTrainer:

@@ -11,7 +11,7 @@ attention are written out with ``mindspore.ops``. The class also speaks the smal
 module API that HyperTrainer and the components use: ``config``, ``forward_logits``,
 ``named_parameters``/``parameters``, ``to_empty``, ``init_weights``, ``train``/``eval``.
 
-Measured against the torch model (``tests/mindspore/test_model_mindspore.py``, debug flavour,
+Measured against the torch model (``tests/mindspore/models/test_model_mindspore.py``, debug flavour,
 batch 2 x 16, identical fp32 weights, torch 2.13 vs MindSpore 2.10 on CPU): see
 :data:`MEASURED_DIFFS`. The differences come from MindSpore's exp/softmax/sigmoid kernels (a few
 ULPs each) and, less, from torch's blocked CPU SDPA; matmul and rsqrt are bit-identical.
@@ -49,7 +49,7 @@ __all__ = [
 
 IGNORE_INDEX = -100
 
-# Max abs differences vs the torch model, measured by tests/mindspore/test_model_mindspore.py
+# Max abs differences vs the torch model, measured by tests/mindspore/models/test_model_mindspore.py
 # (2-core x86-64 CPU; debug flavour, weights from the torch model's init_weights(seed 0) with
 # N(0, 0.1) vectors, batch 2 x 16). The tests assert the bounds in brackets. The gap grows
 # layer by layer from MindSpore's exp/softmax/sigmoid kernels (a few ULPs each; matmul and rsqrt

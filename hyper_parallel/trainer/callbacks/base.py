@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import hyper_parallel.platform.logging  # noqa: F401  (installs the *_rank0 / *_once logger helpers)
 from hyper_parallel.platform import get_platform
 
 __all__ = ["Callback", "_sub_cfg", "_rank"]

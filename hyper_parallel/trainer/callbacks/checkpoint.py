@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import uuid
 from collections.abc import Callable
@@ -49,9 +48,10 @@ from hyper_parallel.checkpointing import (
     resolve_checkpoint,
 )
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Code defaults when neither `train.checkpoint` nor `checkpoint` is configured (schema defaults, 2.4).
 DEFAULT_OUTPUT_DIR = "outputs"

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import gc
-import logging
 import math
 from typing import Any
 
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _sub_cfg
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _GIB = 1024**3
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _sub_cfg
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # Code defaults when neither `train.logging` nor `logging` is configured (spec 13.3).
 DEFAULT_LOG_STEPS = 10

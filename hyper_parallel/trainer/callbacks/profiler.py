@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import torch
 
 from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class ProfilerCallback(Callback):

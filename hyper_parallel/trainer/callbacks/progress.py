@@ -13,10 +13,11 @@ import os
 import sys
 from typing import Any
 
+from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.platform.quiet import PROGRESS_ENV
 from hyper_parallel.trainer.callbacks.base import Callback, _rank
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class _TqdmConsoleHandler(logging.Handler):

@@ -1,5 +1,5 @@
-"""Rank-aware logging for the trainer (implemented in the platform layer, shared by all code)."""
+"""The legacy trainer's logging entry points (the implementation is the platform layer's)."""
 
-from hyper_parallel.platform.logging import DEFAULT_FORMAT, current_rank, init_logger, install_rank_helpers
+from hyper_parallel.platform.logging import DEFAULT_FORMAT, current_rank, get_logger, init_logger
 
-__all__ = ["DEFAULT_FORMAT", "current_rank", "init_logger", "install_rank_helpers"]
+__all__ = ["DEFAULT_FORMAT", "current_rank", "get_logger", "init_logger"]
