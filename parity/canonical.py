@@ -9,7 +9,10 @@ leaf types:
 - ``TensorLeaf``: dtype, shape and the sha256 of the raw bytes, hashed through the platform's
   zero-copy byte view, so -0.0/+0.0 and NaN payloads count. Tensors of at most
   ``INLINE_MAX_NUMEL`` elements are also inlined as their integer-view values (signed, same
-  width; bf16 as int16 since numpy has no bf16) plus hex floats. A leaf keeps a reference to the
+  width; bf16 as int16 since numpy has no bf16) plus hex floats. Larger tensors carry ``stats``
+  in their JSON form (sum, absolute sum, min, max: exact, as hex floats for float dtypes), so a
+  reviewer of a golden change can read which tensors moved and by how much; the comparator still
+  decides by the hash and the bits, never by the stats. A leaf keeps a reference to the
   live tensor (never serialised), so a large tensor is hashed once and only re-read, one pair at a
   time, when two hashes differ and the comparator needs the first differing element.
 
@@ -37,6 +40,7 @@ __all__ = [
     "canonicalise",
     "float_leaf",
     "tensor_leaf",
+    "tensor_stats",
     "param_groups",
     "lr_curve",
     "losses",
@@ -107,6 +111,7 @@ class TensorLeaf:
     values: list[int] | None = None
     hex: list[str] | None = None
     source: Any = field(default=None, repr=False)
+    stats: dict[str, Any] | None = None  # informational; computed from ``source`` when first written
 
     @property
     def numel(self) -> int:
@@ -131,7 +136,41 @@ class TensorLeaf:
             out["values"] = list(self.values)
         if self.hex is not None:
             out["hex"] = list(self.hex)
+        if self.values is None:
+            if self.stats is None and self.source is not None:
+                self.stats = tensor_stats(self.int_bits(), self.dtype)
+            if self.stats is not None:
+                out["stats"] = dict(self.stats)
         return out
+
+
+def tensor_stats(bits: np.ndarray | None, dtype: str) -> dict[str, Any] | None:
+    """Exact, order-independent statistics of a tensor's elements (``math.fsum``: correctly rounded).
+
+    Floats: ``sum``, ``abs_sum``, ``min``, ``max`` as hex floats (NaN/inf counted in ``nonfinite``
+    and left out of the others); integers: the same as ints. ``None`` when the bits are unknown.
+    """
+    if bits is None:
+        return None
+    flat = np.asarray(bits).reshape(-1)
+    if is_float_dtype(dtype):
+        values = float_values(flat, dtype)
+        finite = values[np.isfinite(values)]
+        out: dict[str, Any] = {"nonfinite": int(values.size - finite.size)}
+        if finite.size == 0:
+            return out
+        listed = finite.tolist()
+        out["sum"] = float_hex(math.fsum(listed))
+        out["abs_sum"] = float_hex(math.fsum(abs(v) for v in listed))
+        out["min"] = float_hex(float(finite.min()))
+        out["max"] = float_hex(float(finite.max()))
+        return out
+    ints = [int(v) for v in flat.tolist()]
+    if dtype == "bool":
+        ints = [1 if v else 0 for v in ints]
+    if not ints:
+        return {}
+    return {"sum": sum(ints), "abs_sum": sum(abs(v) for v in ints), "min": min(ints), "max": max(ints)}
 
 
 def float_leaf(value: float, dtype: str = "float64") -> FloatLeaf:
@@ -401,6 +440,7 @@ def from_json(obj: Any, path: str = "$") -> Any:
                 sha256=obj["sha256"],
                 values=obj.get("values"),
                 hex=obj.get("hex"),
+                stats=obj.get("stats"),
             )
         if mark is not None:
             raise ValueError(f"{path}: unknown leaf type {mark!r}; expected 'float' or 'tensor'")
@@ -443,6 +483,17 @@ def _check_tensor_json(obj: Mapping[str, Any], path: str) -> None:
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
     ):
         raise ValueError(f"{path}: tensor leaf values must be {math.prod(shape)} ints (its shape is {shape})")
+    stats = obj.get("stats")
+    if stats is not None and (
+        not isinstance(stats, dict)
+        or not all(
+            isinstance(v, (str, int))
+            and not isinstance(v, bool)
+            and (not isinstance(v, str) or _valid_hex(v))
+            for v in stats.values()
+        )
+    ):
+        raise ValueError(f"{path}: tensor leaf stats must map names to ints or float.hex() strings")
 
 
 def _expect_fields(obj: Mapping[str, Any], names: Sequence[str], path: str) -> None:

@@ -21,10 +21,12 @@ tag (a case with any of the given tags; ``list`` shows each case's tags).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from parity import golden, numerics, parallel, selfcheck_runner
+from parity import golden, numerics, parallel
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
 from parity.report import load_reports, localisation_lines, run_summary_path, write_json_atomic
@@ -113,6 +115,27 @@ def build_parser() -> argparse.ArgumentParser:
     selection(p_update)
     profile(p_update)
     p_update.add_argument("--prune-unused", action="store_true", help="delete golden files no case uses")
+    p_update.add_argument(
+        "--failed",
+        action="store_true",
+        help="regenerate exactly the goldens that failed in the last `parity run` on this tree (last_run.json)",
+    )
+    p_update.add_argument(
+        "--diff",
+        action="store_true",
+        help="also print the full unified diff (always written to the report dir)",
+    )
+    p_update.add_argument(
+        "--report-dir",
+        type=Path,
+        default=DEFAULT_REPORT_DIR,
+        help="where last_run.json is read and update.diff written",
+    )
+    p_update.add_argument(
+        "--combined",
+        action="store_true",
+        help="end with the reviews of every backend updated on this tree (nox -s parity_update)",
+    )
     p_report = sub.add_parser("report", help="pretty-print the JSON reports")
     p_report.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR)
     p_report.add_argument("-k", dest="keyword", default=None, help="select reports by case id expression")
@@ -151,9 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_cross.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
     p_cross.add_argument("--weights", type=Path, default=None, help=argparse.SUPPRESS)
     p_cross.add_argument(
+        "--recipe", action="append", default=None, help="a single-rank recipe (repeatable; default: all)"
+    )
+    p_cross.add_argument(
+        "--seed", action="append", type=int, default=None, help="initial weights and train.seed (repeatable)"
+    )
+    p_cross.add_argument(
         "--new-override", dest="new_overrides", action="append", default=[], help=argparse.SUPPRESS
     )
     p_self = sub.add_parser("selfcheck", help="plant divergences and measure how many the suite catches")
+    from parity.tools import selfcheck_runner  # a tool: the CLI dispatches to it, the core never imports it
+
     selfcheck_runner.add_arguments(p_self)
     return parser
 
@@ -177,11 +208,25 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     if args.command == "report":
         return _report(args, console)
     if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
+        from parity.tools import selfcheck_runner
+
         return selfcheck_runner.main(args, console)
     if args.command == "env":
         backends = [args.backend] if args.backend else []
     else:
         backends = getattr(args, "backends", None) or []
+    args.argv = list(argv)
+    if args.command == "update" and args.failed:
+        from parity import run_state
+
+        try:
+            failed = run_state.failed_goldens(args.report_dir, run_state.tree_fingerprint())
+        except run_state.FailedRunError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            return 2
+        args.failed_jobs = [(c, b) for c, b in failed if not backends or b in backends]
+        if not backends:
+            backends = args.backends = sorted({b for _, b in args.failed_jobs})
     if len(backends) == 1:
         # Pick the platform before anything loads it (unset, the platform layer tries mindspore first).
         from hyper_parallel.platform import PLATFORM_ENV
@@ -190,8 +235,9 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     try:
         profile = numerics.resolve(args.cpu_profile)
         if reexec and numerics.needs_reexec(profile):
-            # The framework was loaded before the profile: only a fresh process pins MKL and oneDNN.
-            os.environ[numerics.PROFILE_ENV] = profile
+            # Only a fresh process pins libm and numpy (read at start), and MKL and oneDNN once the
+            # framework was loaded before the profile.
+            numerics.export(profile)
             os.execv(sys.executable, [sys.executable, "-m", "parity", *argv])
         numerics.apply(profile)  # before the registry imports the framework
     except numerics.ProfileError as exc:
@@ -362,6 +408,10 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
         from parity.hypothesis_profiles import load_selected_profile
 
         load_selected_profile()
+    from parity import run_state
+    from parity.env import backend_skip_reason
+    from parity.golden_lint import lint
+
     engine = _engine(args, registry, args.report_dir)
     jobs = _jobs(args, registry, cases)
     engine._key_or_unknown()  # load the framework once, outside the per-case timings
@@ -370,36 +420,181 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
     except ValueError as exc:
         console.print(f"[bold red]error:[/] {exc}", highlight=False)
         return 2
-    with _progress(console) as progress:
-        task = progress.add_task("parity run", total=len(jobs))
-        outcomes = parallel.run_cases(
-            engine,
-            jobs,
-            workers,
-            on_start=lambda job: progress.update(task, description=f"{job[1]} {job[0].id}"),
-            on_done=lambda _outcome: progress.advance(task),
-            hypothesis_blob=args.hypothesis_blob,
+    argv = getattr(args, "argv", [])
+    tree = run_state.tree_fingerprint()
+    if args.report_dir is not None:
+        try:  # from here on, an earlier run's record never passes for this one
+            run_state.mark_started(args.report_dir, argv, tree)
+        except OSError:
+            pass
+    runnable = {b for b in (args.backends or registry.backends()) if backend_skip_reason(b) is None}
+    problems = lint(args.golden_dir, registry, include_unused=False, stale_backends=runnable)
+    for problem in problems:
+        console.print(Text("golden lint: ", style="bold red") + Text(problem), soft_wrap=True)
+    try:
+        with _run_temp_dir(), _progress(console) as progress:
+            task = progress.add_task("parity run", total=len(jobs))
+            outcomes = parallel.run_cases(
+                engine,
+                jobs,
+                workers,
+                on_start=lambda job: progress.update(task, description=f"{job[1]} {job[0].id}"),
+                on_done=lambda _outcome: progress.advance(task),
+                hypothesis_blob=args.hypothesis_blob,
+            )
+    except KeyboardInterrupt:
+        if args.report_dir is not None:
+            try:
+                run_state.mark_interrupted(args.report_dir, argv, tree)
+            except OSError:
+                pass
+        console.print(
+            "[bold red]interrupted[/]: no result; the run is marked interrupted in "
+            f"{run_summary_path(args.report_dir) if args.report_dir else 'no report dir'}",
+            highlight=False,
         )
+        return 130
     _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
     if args.report_dir is not None:
-        _write_run_summary(args.report_dir, engine, outcomes)
+        _write_run_summary(args.report_dir, engine, outcomes, tree, argv)
     for outcome in outcomes:
         if outcome.status in ("fail", "error"):
             _print_message(console, outcome)
     unused = engine.unused_goldens()
     _print_unused(console, unused)
+    _short_summary(console, outcomes, args.report_dir is not None)
     failed = sum(o.status in ("fail", "error") for o in outcomes)
     passed = sum(o.status == "pass" for o in outcomes)
     skipped = sum(o.status == "skip" for o in outcomes)
-    style = "bold red" if failed or unused else "bold green"
+    bad = failed or unused or problems
+    style = "bold red" if bad else "bold green"
+    lint_text = f", {len(problems)} golden lint problem(s)" if problems else ""
     console.print(
-        f"[{style}]{passed} passed, {failed} failed, {skipped} skipped, {len(unused)} unused golden(s)[/]"
+        f"[{style}]{passed} passed, {failed} failed, {skipped} skipped, "
+        f"{len(unused)} unused golden(s){lint_text}[/]"
     )
-    return 1 if failed or unused else 0
+    return 1 if bad else 0
 
 
-def _write_run_summary(report_dir: Path, engine: Engine, outcomes: list[Outcome]) -> None:
-    """``<report dir>/last_run.json``: every case of this run (the HTML report's summary table)."""
+@contextlib.contextmanager
+def _run_temp_dir() -> Iterator[Path]:
+    """Every temp folder of the run (forked workers and their subprocesses included) under one
+    folder, removed at the end whatever happens; Ctrl-C interrupts the parent only: forked workers
+    ignore SIGINT and the parent ends them."""
+    import multiprocessing
+    import shutil
+    import signal
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="parity-run-"))
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(root), str(root)
+    parent = os.getpid()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield root
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        children = multiprocessing.active_children()
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.join(timeout=10)
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        tempfile.tempdir = saved_tempdir
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _component(case: Case) -> str:
+    return case.tags[0] if case.tags else case.kind
+
+
+def _reason(outcome: Outcome) -> str:
+    report = outcome.report
+    if report is not None and report.differences:
+        first = report.differences[0]
+        text = f"{first.path}: {first.message}"
+    else:
+        text = next((line for line in outcome.message.splitlines() if line.strip()), "")
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def _short_summary(console: Console, outcomes: list[Outcome], has_last_run: bool) -> None:
+    """pytest's "short test summary info": failing ids by tier and component, then the ways out,
+    each printed once whatever the number of cases it concerns."""
+    failing = [o for o in outcomes if o.status in ("fail", "error")]
+    if not failing:
+        return
+    console.rule("short summary of failures")
+    for tier, title in (("A", "tier A (legacy vs new)"), ("B", "tier B (golden)")):
+        rows = sorted((o for o in failing if o.case.tier == tier), key=lambda o: _component(o.case))
+        if not rows:
+            continue
+        console.print(f"{title}: {len(rows)} failed", highlight=False)
+        for o in rows:
+            line = f"  {_LABEL[o.status]} [{_component(o.case)}] {o.backend} {o.case.id} - {_reason(o)}"
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
+    ways: list[str] = []
+    golden_fails = [o for o in failing if o.case.tier == "B" and o.status == "fail"]
+    environment = [o for o in golden_fails if o.report is not None and o.report.environment]
+    if environment:
+        ways.append(
+            f"tier B: {len(environment)} golden(s) were recorded in another environment (each report's "
+            "first line names the fields); rerun under the golden's profile, or regenerate for this one"
+        )
+    if golden_fails:
+        ids = " ".join(f"--id {shlex.quote(o.case.id)}" for o in golden_fails[:3])
+        command = (
+            "python -m parity update --failed"
+            if has_last_run
+            else f"python -m parity update {ids}{' ...' if len(golden_fails) > 3 else ''}"
+        )
+        ways.append(
+            f"tier B: if the change is intended, accept exactly these {len(golden_fails)} golden(s): "
+            f"{command}  (it prints a review; the full diff goes to parity/reports/update.diff)"
+        )
+    errors = [o for o in failing if o.status == "error"]
+    if errors:
+        ways.append(
+            f"errors: {len(errors)} case(s) raised instead of producing a result: fix that first "
+            "(no update accepts an error); each traceback is above"
+        )
+    pairs = [o for o in failing if o.case.tier == "A" and o.status == "fail"]
+    if pairs:
+        modules = sorted({_source_file(o.case) for o in pairs} - {""})
+        ways.append(
+            f"tier A: {len(pairs)} pair(s) where legacy and new differ: there is no golden, so "
+            "regenerating cannot accept it; make the two sides agree. Each side's value comes from its "
+            "product default (legacy: hyper_parallel/trainer/config.py; new: the component's Config under "
+            "hyper_parallel/components/), the harness fixture ("
+            + (", ".join(modules) or "parity/suites/")
+            + ") or the recipe YAML (examples/debug/train.yaml); `python -m parity bisect ID` localises an e2e pair"
+        )
+    console.print("ways out:", highlight=False)
+    for line in ways:
+        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _source_file(case: Case) -> str:
+    module = getattr(case.legacy, "__module__", "") or ""
+    if not module.startswith("parity."):
+        return ""
+    return module.replace(".", "/") + ".py"
+
+
+def _write_run_summary(
+    report_dir: Path, engine: Engine, outcomes: list[Outcome], tree: str = "", argv: list[str] | None = None
+) -> None:
+    """``<report dir>/last_run.json``: every case of this run (the HTML report's summary table,
+    ``update --failed``'s list), with the tree fingerprint the run checked."""
     import datetime
 
     from parity.env import ensure_deterministic
@@ -410,6 +605,9 @@ def _write_run_summary(report_dir: Path, engine: Engine, outcomes: list[Outcome]
     except Exception:  # the fingerprint is informational
         pass
     summary = {
+        "status": "finished",
+        "tree": tree,
+        "argv": list(argv or []),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "platform": engine._key_or_unknown(),
         "fingerprint": {b: engine._fingerprint_or_none(b) for b in backends},
@@ -434,23 +632,67 @@ def _write_run_summary(report_dir: Path, engine: Engine, outcomes: list[Outcome]
 
 
 def _update(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    from parity import review, run_state
+    from parity.env import backend_skip_reason
+
     engine = _engine(args, registry, None)
-    jobs = _jobs(args, registry, cases, tier="B")
+    if args.failed:
+        selected = {c.id for c in cases}
+        jobs = []
+        for case_id, backend in args.failed_jobs:
+            case = registry.get(case_id)
+            if case is not None and case.id in selected and case.tier == "B" and backend in case.backends:
+                jobs.append((case, backend))
+        if not jobs:
+            console.print("nothing to update: no tier B golden failed in the last run", highlight=False)
+            return 0
+    else:
+        jobs = _jobs(args, registry, cases, tier="B")
     engine._key_or_unknown()  # load the framework once, outside the per-case timings
     outcomes: list[Outcome] = []
+    before: dict[tuple[str, str], str] = {}  # each golden's text before its update, for the review
     with _progress(console) as progress:
         task = progress.add_task("parity update", total=len(jobs))
         for case, backend in jobs:  # serially, on purpose: one writer per golden directory
             progress.update(task, description=f"{backend} {case.id}")
+            before[(case.id, backend)] = _read_or_empty(engine, case, backend)
             outcomes.append(engine.update(case, backend))
             progress.advance(task)
-    for outcome in outcomes:
-        if outcome.diff:
-            console.print(f"[cyan]{outcome.status}[/] {outcome.golden_path}")
-            console.print(Syntax(outcome.diff, "diff", theme="ansi_dark", word_wrap=True))
-        elif outcome.status == "error":
-            _print_message(console, outcome)
-    _summary_table(console, "parity update", outcomes, args.backends or registry.backends())
+    changed = [o for o in outcomes if o.status in ("created", "updated")]
+    errors = [o for o in outcomes if o.status == "error"]
+    review_lines: list[str] = []
+    for outcome in changed:
+        review_lines.append(f"{outcome.status} {outcome.backend} {outcome.case.id}")
+        old = before.get((outcome.case.id, outcome.backend), "") if outcome.status == "updated" else ""
+        try:
+            review_lines.extend(review.review(old, outcome.document or ""))
+        except (ValueError, KeyError, TypeError) as exc:  # the review is a reading aid
+            review_lines.append(f"  (no review: {exc})")
+    unchanged = sum(o.status == "unchanged" for o in outcomes)
+    skipped = [o for o in outcomes if o.status == "skip"]
+    for line in review_lines:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    for outcome in errors:
+        _print_message(console, outcome)
+    console.print(f"{unchanged} golden(s) unchanged", highlight=False)
+    diff_text = "".join(o.diff if o.diff.endswith("\n") else o.diff + "\n" for o in changed if o.diff)
+    if args.report_dir is not None and changed:
+        diff_path = Path(args.report_dir) / "update.diff"
+        try:
+            from parity.fileio import write_text_atomic
+
+            write_text_atomic(diff_path, diff_text)
+            console.print(
+                f"full diff: {_rel(diff_path)} ({diff_text.count(chr(10))} lines; --diff prints it)",
+                highlight=False,
+            )
+        except OSError as exc:
+            console.print(f"[yellow]could not write {diff_path}: {exc}[/]", highlight=False)
+    if args.diff and diff_text:
+        console.print(Syntax(diff_text, "diff", theme="ansi_dark", word_wrap=True))
+    not_refreshed = _not_refreshed(args.golden_dir, changed, skipped, backend_skip_reason)
+    for line in not_refreshed:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     unused = engine.unused_goldens()
     if unused and args.prune_unused:
         for path, why in unused:
@@ -458,12 +700,75 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
             console.print(f"[yellow]deleted unused golden[/] {path} ({why})")
         unused = []
     _print_unused(console, unused)
-    errors = sum(o.status == "error" for o in outcomes)
-    changed = sum(o.status in ("created", "updated") for o in outcomes)
+    tree = run_state.tree_fingerprint()
+    if args.report_dir is not None:
+        for backend in sorted({b for _, b in jobs}):
+            mine = [line for o in changed if o.backend == backend for line in _lines_of(review_lines, o)]
+            mine.append(
+                f"{sum(o.status == 'unchanged' and o.backend == backend for o in outcomes)} unchanged"
+            )
+            try:
+                review.write_update_summary(
+                    Path(args.report_dir) / f"update-{backend}.json", backend, tree, mine
+                )
+            except OSError:
+                pass
+    if args.combined and args.report_dir is not None:
+        console.rule("every backend updated on this tree")
+        paths = sorted(Path(args.report_dir).glob("update-*.json"))
+        for line in review.combined_summary(paths, tree):
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(
-        f"{changed} golden(s) written, {len(outcomes) - changed - errors} unchanged or skipped, {errors} error(s)"
+        f"{len(changed)} golden(s) written, {unchanged} unchanged, {len(skipped)} skipped, {len(errors)} error(s)",
+        highlight=False,
     )
     return 1 if errors or unused else 0
+
+
+def _lines_of(lines: list[str], outcome: Outcome) -> list[str]:
+    """The review lines of one outcome (its header and the indented lines under it)."""
+    header = f"{outcome.status} {outcome.backend} {outcome.case.id}"
+    try:
+        start = lines.index(header)
+    except ValueError:
+        return []
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("  "):
+        end += 1
+    return lines[start:end]
+
+
+def _read_or_empty(engine: Engine, case: Case, backend: str) -> str:
+    try:
+        return engine.golden_path(case, backend).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ImportError):
+        return ""
+
+
+def _not_refreshed(root: Path, changed: list[Outcome], skipped: list[Outcome], skip_reason: Any) -> list[str]:
+    """Goldens of backends this environment cannot run, for the cases whose golden just changed."""
+    cannot = sorted({o.backend for o in skipped if skip_reason(o.backend) is not None})
+    out: list[str] = []
+    for backend in cannot:
+        paths = []
+        for outcome in changed:
+            if backend in outcome.case.backends:
+                paths += sorted(Path(root).glob(f"{backend}/*/{outcome.case.id}.json"))
+        if not paths:
+            continue
+        out.append(
+            f"not refreshed here ({backend} cannot run in this environment): {len(paths)} {backend} golden(s) "
+            f'of the same cases; refresh them with: nox -s "parity_update({backend})"'
+        )
+        out += [f"  {_rel(p)}" for p in paths]
+    return out
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _print_message(console: Console, outcome: Outcome) -> None:
@@ -515,7 +820,10 @@ def _cross(args: argparse.Namespace, console: Console) -> int:
     if args.side is not None:  # one side, in the process the driver started for it
         if args.out is None or args.weights is None:
             raise SystemExit("parity cross --side needs --out and --weights")
-        cross.produce(args.side, args.out, args.weights, args.new_overrides if args.side == "new" else ())
+        cross.produce(
+            args.side, args.out, args.weights, args.new_overrides if args.side == "new" else (),
+            recipe=(args.recipe or ["dummy"])[0], seed=(args.seed or [None])[0],
+        )  # fmt: skip
         return 0
     if importlib.util.find_spec("mindspore") is None:
         console.print(
@@ -524,13 +832,22 @@ def _cross(args: argparse.Namespace, console: Console) -> int:
         )
         return 2
     return cross.run_cross(
-        console, keep=args.keep, report_dir=args.report_dir, new_overrides=args.new_overrides
-    )
+        console, keep=args.keep, report_dir=args.report_dir, new_overrides=args.new_overrides,
+        recipes=args.recipe, seeds=args.seed,
+    )  # fmt: skip
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:
     if args.html is not None:
-        from parity.html_report import write_html
+        try:
+            import matplotlib  # noqa: F401  (the optional `report` extra)
+        except ImportError:
+            console.print(
+                "[bold red]error:[/] report --html needs matplotlib: pip install hyper-parallel\\[report]",
+                highlight=False,
+            )
+            return 2
+        from parity.tools.html_report import write_html
 
         try:
             written = write_html(args.report_dir, args.html, png_dir=args.png_dir, keyword=args.keyword)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from parity import canonical, golden, numerics
+from parity import canonical, golden, numerics, scratch
 from parity.cases import Case, Registry
 from parity.compare import Difference, compare
 from parity.env import (
@@ -171,6 +171,7 @@ class Engine:
     def check(self, case: Case, backend: str, hypothesis_blob: str | None = None) -> Outcome:
         """Run one case on one backend and compare (tier A: the two sides; tier B: the golden)."""
         start = time.perf_counter()
+        scratch.install()  # the case's temporary files go where the run removes them
         skip = backend_skip_reason(backend)
         if skip is not None:
             return Outcome(case, backend, self._key_or_unknown(), "skip", message=skip)
@@ -225,6 +226,7 @@ class Engine:
     def update(self, case: Case, backend: str) -> Outcome:
         """Regenerate one golden; unchanged bytes are not rewritten; a corrupt file is never replaced."""
         start = time.perf_counter()
+        scratch.install()
         skip = backend_skip_reason(backend)
         if skip is not None:
             return Outcome(case, backend, self._key_or_unknown(), "skip", message=skip)
@@ -317,7 +319,12 @@ class Engine:
             raise ValueError(f"case {case.id} is tier A: it has no golden")
         ensure_deterministic(self.platform())
         tree = self._produce(case, case.producer, {})
-        doc = golden.build_document(case, fingerprint(backend, self.platform()), canonical.to_json(tree))
+        doc = golden.build_document(
+            case,
+            fingerprint(backend, self.platform()),
+            canonical.to_json(tree),
+            made_with=golden.made_with(self.golden_root, backend, case.id),
+        )
         return self.golden_path(case, backend), tree, golden.dumps(doc)
 
     def _check_golden(self, case: Case, backend: str) -> Outcome:

@@ -28,6 +28,7 @@ delete it by hand. A golden file with no registered tier B case is *unused* and 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,9 @@ __all__ = [
     "GoldenCorruptError",
     "golden_path",
     "build_document",
+    "artifacts_sha256",
+    "made_with",
+    "stale_made_with",
     "dumps",
     "parse",
     "load",
@@ -56,6 +60,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# The backend every other backend's goldens are made alongside (``made_with``).
+REFERENCE_BACKEND = "torch"
 DEFAULT_ROOT = Path(__file__).resolve().parent / "golden"
 _TOP_KEYS = ("artifacts", "case", "fingerprint", "schema_version")
 
@@ -92,13 +98,56 @@ def case_block(case: Case) -> dict[str, Any]:
     }
 
 
-def build_document(case: Case, fingerprint: dict[str, Any], artifacts_json: Any) -> dict[str, Any]:
-    return {
+def build_document(
+    case: Case, fingerprint: dict[str, Any], artifacts_json: Any, made_with: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``made_with``: the reference backend's goldens of the case this one was made alongside."""
+    doc = {
         "artifacts": artifacts_json,
         "case": case_block(case),
         "fingerprint": dict(fingerprint),
         "schema_version": SCHEMA_VERSION,
     }
+    if made_with:
+        doc["made_with"] = dict(sorted(made_with.items()))
+    return doc
+
+
+def artifacts_sha256(doc: dict[str, Any]) -> str:
+    """The sha256 of a golden's artifacts in canonical JSON (what ``made_with`` records)."""
+    return hashlib.sha256(canonical_json(doc["artifacts"]).encode("utf-8")).hexdigest()
+
+
+def made_with(root: Path, backend: str, case_id: str) -> dict[str, str]:
+    """For a golden of another backend than ``REFERENCE_BACKEND``: the reference goldens of the
+    same case (``torch/<key>/<case_id>.json`` -> sha256 of its artifacts). Recorded in the golden,
+    it lets the lint say by name when the torch golden changed and this one was not regenerated."""
+    if backend == REFERENCE_BACKEND:
+        return {}
+    out: dict[str, str] = {}
+    for path in sorted((Path(root) / REFERENCE_BACKEND).glob(f"*/{case_id}.json")):
+        try:
+            out[path.relative_to(root).as_posix()] = artifacts_sha256(json.loads(path.read_text("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a corrupt reference golden fails its own check
+    return out
+
+
+def stale_made_with(root: Path, path: Path, doc: dict[str, Any]) -> str | None:
+    """One line when a reference golden recorded in ``doc["made_with"]`` changed or disappeared."""
+    recorded = doc.get("made_with")
+    if not isinstance(recorded, dict) or not recorded:
+        return None
+    backend = Path(path).parent.parent.name
+    current = made_with(root, backend, Path(path).stem)
+    moved = sorted(rel for rel, digest in recorded.items() if current.get(rel) != digest)
+    if not moved:
+        return None
+    what = "changed" if all(rel in current for rel in moved) else "changed or disappeared"
+    return (
+        f"the {REFERENCE_BACKEND} golden {moved[0]} {what} since this {backend} golden was made alongside it: "
+        f'regenerate it too (`nox -s "parity_update({backend})"`)'
+    )
 
 
 def dumps(document: dict[str, Any]) -> str:

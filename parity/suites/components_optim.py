@@ -41,16 +41,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from parity import canonical
 from parity.cases import REGISTRY
-from parity.legacy_driver import bare_trainer, legacy_args
+from parity.legacy_driver import DEBUG_YAML, bare_trainer, legacy_args
 
-# The debug recipe's optimizer section (examples/debug/train.yaml).
-DEBUG_LR = 1e-3
-DEBUG_LR_MIN = 1e-4
-DEBUG_WARMUP_RATIO = 0.1
-DEBUG_WEIGHT_DECAY = 0.01
-MAX_GRAD_NORM = 1.0
+# The debug recipe's optimizer section, read from the YAML the legacy side parses (one source).
+_DEBUG_OPTIMIZER = yaml.safe_load(DEBUG_YAML.read_text(encoding="utf-8"))["train"]["optimizer"]
+DEBUG_LR = float(_DEBUG_OPTIMIZER["lr"])
+DEBUG_LR_MIN = float(_DEBUG_OPTIMIZER["lr_min"])
+DEBUG_WARMUP_RATIO = float(_DEBUG_OPTIMIZER["lr_warmup_ratio"])
+DEBUG_WEIGHT_DECAY = float(_DEBUG_OPTIMIZER["weight_decay"])
+MAX_GRAD_NORM = float(_DEBUG_OPTIMIZER["max_grad_norm"])
 # Steps past T in each LR curve: the legacy cosine is not clamped there.
 PAST_END = 5
 
@@ -807,8 +810,9 @@ def legacy_decay_keywords(keywords: tuple[str, ...] | None) -> Iterator[None]:
 def toy_legacy_args() -> Any:
     """The legacy args of every toy case, parsed once (the builder only reads them; the YAML parse
     would otherwise dominate a drawn example)."""
+    # Only the values the new side is given too; eps and betas stay each side's own default.
     return legacy_args(
-        *optimizer_overrides(lr=TOY_LR, eps=1e-8, weight_decay=TOY_WEIGHT_DECAY, beta1=0.9, beta2=0.999)
+        f"--train.optimizer.lr={TOY_LR!r}", f"--train.optimizer.weight_decay={TOY_WEIGHT_DECAY!r}"
     )
 
 

@@ -71,16 +71,30 @@ def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):
 
 
 def test_update_prints_diffs_then_run_passes_and_unused_goldens_fail(cli, tmp_path):
-    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
+    update = (
+        "update",
+        "--cases",
+        CASES,
+        "-k",
+        "groups",
+        "--golden-dir",
+        cli.golden,
+        "--report-dir",
+        cli.reports,
+    )
+    code, out = cli(*update, "--diff")
     assert code == 0 and "created" in out and "+++ b/" in out and '"__parity__": "float"' in out
     golden = tmp_path / "golden" / "torch" / KEY / "param_groups.groups.json"
     doc = json.loads(golden.read_text())
     doc["artifacts"][0]["eps"]["hex"] = (1e-7).hex()
     golden.write_text(json.dumps(doc, sort_keys=True, indent=2) + "\n")
-    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
-    assert code == 0 and "updated" in out and f'-        "hex": "{(1e-7).hex()}",' in out
-    code, out = cli("update", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden)
-    assert code == 0 and "0 golden(s) written" in out
+    code, out = cli(*update)
+    # A review, summary first; the unified diff goes to the report dir (the terminal with --diff).
+    assert code == 0 and "updated torch param_groups.groups" in out and "[0].eps 1e-07 -> " in out, out
+    assert f'-        "hex": "{(1e-7).hex()}",' not in out
+    assert f'-        "hex": "{(1e-7).hex()}",' in (tmp_path / "reports" / "update.diff").read_text()
+    code, out = cli(*update)
+    assert code == 0 and "0 golden(s) written" in out and "1 unchanged" in out
     code, out = cli(
         "run", "--cases", CASES, "-k", "groups", "--golden-dir", cli.golden, "--report-dir", cli.reports
     )
