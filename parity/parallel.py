@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from parity import scratch
 from parity.cases import Case
 from parity.engine import Engine, Outcome
 
@@ -68,7 +69,15 @@ def run_cases(
     on_done: Callable[[Outcome], None] | None = None,
     hypothesis_blob: str | None = None,
 ) -> list[Outcome]:
-    """Every job's outcome, in the order of ``jobs``; in this process when one worker is enough."""
+    """Every job's outcome, in the order of ``jobs``; in this process when one worker is enough.
+
+    Temporary files of every worker (and of the processes they start) go into this process's
+    scratch folder (``parity.scratch``), which it removes when it exits; a warning logged by many
+    cases prints once per run (``say_once_per_run``).
+    """
+    from hyper_parallel.platform.quiet import say_once_per_run
+
+    say_once_per_run(scratch.install() / "warned")  # a warning of many cases prints once per run
     units = schedule(jobs)
     workers = min(workers, len(units))
     if workers <= 1 or not hasattr(os, "fork"):
@@ -93,16 +102,35 @@ def run_cases(
     # wait for threads that exist only in this process).
     gc.collect()
     gc.freeze()
+    # Not daemonic: a case may start processes of its own (the MindSpore profiler does), which a
+    # daemonic process may not. ``_collect`` ends them when the run stops early.
     procs = [
-        context.Process(
-            target=_worker, args=(engine, list(jobs), tasks, results, hypothesis_blob), daemon=True
-        )
+        context.Process(target=_worker, args=(engine, list(jobs), tasks, results, hypothesis_blob))
         for _ in range(workers)
     ]
     for proc in procs:
         proc.start()
     gc.unfreeze()
+    try:
+        outcomes = _collect(engine, jobs, procs, results, workers, on_start, on_done)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+    return outcomes
 
+
+def _collect(
+    engine: Engine,
+    jobs: Sequence[Job],
+    procs: list[Any],
+    results: Any,
+    workers: int,
+    on_start: Callable[[Job], None] | None,
+    on_done: Callable[[Outcome], None] | None,
+) -> list[Outcome]:
+    """The outcomes the workers send back, in the order of ``jobs`` (an error for a lost one)."""
     outcomes: list[Outcome | None] = [None] * len(jobs)
     remaining, alive = len(jobs), workers
     while remaining and alive:

@@ -8,24 +8,34 @@ Each notice is filtered by category, message and module (``THIRD_PARTY_WARNINGS`
 and message (``THIRD_PARTY_LOG_RECORDS``); nothing else is touched, so a new or unexpected warning
 still shows. Every one of them is a notice about the library's own future or internals, not about
 the run: the values trained are the same with or without them.
+
+Libraries that print from C++ or draw bars are quieted through the environment they read
+(``QUIET_ENV``: datasets' progress bars, kineto's trace lines, MindSpore's log below errors); a
+value the user set is left alone. :func:`say_once_per_run` makes the warnings of a multi-process
+run (the parity harness's forked workers) print once per run instead of once per process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import re
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 __all__ = [
     "PROGRESS_ENV",
+    "QUIET_ENV",
     "THIRD_PARTY_LOG_RECORDS",
     "THIRD_PARTY_WARNINGS",
     "VERBOSE_FLAG",
     "progress_bars_off",
     "quiet_third_party",
+    "say_once_per_run",
     "split_verbose",
 ]
 
@@ -47,6 +57,17 @@ THIRD_PARTY_WARNINGS: tuple[tuple[type[Warning], str, str], ...] = (
         r"torch\.distributed\.checkpoint\.",
     ),
 )
+
+# Read by the library when it starts (datasets at import, MindSpore at its first log line, kineto at
+# each profiler start): set when quiet, unless the user set the variable.
+QUIET_ENV: dict[str, str] = {
+    # datasets' Tokenizing / Filter / Map bars.
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    # kineto's USDT and STAGE lines at every profiler start and stop (6: above its highest level).
+    "KINETO_LOG_LEVEL": "6",
+    # MindSpore's C++ and Python log: errors only (3), no [WARNING] or [INFO] lines.
+    "GLOG_v": "3",
+}
 
 # (logger name, message regex matched at the start)
 THIRD_PARTY_LOG_RECORDS: tuple[tuple[str, str], ...] = (
@@ -79,6 +100,8 @@ class _DropMessages(logging.Filter):
 
 
 _installed: dict[str, _DropMessages] = {}
+_env_set: dict[str, str] = {}  # the QUIET_ENV variables this module set (and so may unset)
+_verbose = False
 
 
 def quiet_third_party(verbose: bool = False) -> None:
@@ -86,11 +109,24 @@ def quiet_third_party(verbose: bool = False) -> None:
 
     Meant for an entry point, once per process; calling it again does not stack the log filters.
     """
+    global _verbose
+    _verbose = verbose
     for name, flt in list(_installed.items()):
         logging.getLogger(name).removeFilter(flt)
         del _installed[name]
+    for name, value in list(_env_set.items()):
+        if os.environ.get(name) == value:
+            os.environ.pop(name)
+        del _env_set[name]
     if verbose:
         return
+    for name, value in QUIET_ENV.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            _env_set[name] = value
+    datasets = sys.modules.get("datasets")
+    if datasets is not None and hasattr(datasets, "disable_progress_bars"):
+        datasets.disable_progress_bars()  # imported before: the variable was read already
     for category, message, module in THIRD_PARTY_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
     by_logger: dict[str, list[str]] = {}
@@ -117,3 +153,54 @@ def progress_bars_off(off: bool = True) -> Iterator[None]:
         yield
     finally:
         os.environ.pop(PROGRESS_ENV, None)
+
+
+class _OncePerRun(logging.Filter):
+    """Lets a warning through the first time any process of the run says it: the first to create
+    ``<folder>/<hash of logger, level and message>`` prints it (``O_EXCL``: one creator wins)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = f"{record.name}\0{record.levelno}\0{record.getMessage()}".encode()
+        try:
+            fd = os.open(self.folder / hashlib.sha1(key).hexdigest(), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        except OSError:
+            return True  # no folder: saying it twice beats saying nothing
+        os.close(fd)
+        return True
+
+
+_once_filter: _OncePerRun | None = None
+
+
+def say_once_per_run(folder: Path | None) -> None:
+    """Each warning logged through the root logger prints once, in whichever process of the run
+    (this one or the children it forks) says it first; ``folder`` is shared by them and lives as
+    long as the run. ``None`` undoes it. Nothing changes under ``--verbose``.
+
+    The root logger gets a stderr handler of its own when it has none (the last-resort handler
+    that prints its warnings otherwise takes no filter).
+    """
+    global _once_filter
+    root = logging.getLogger()
+    if _once_filter is not None:
+        for handler in root.handlers:
+            handler.removeFilter(_once_filter)
+        _once_filter = None
+    if folder is None or _verbose:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    _once_filter = _OncePerRun(folder)
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+    for handler in root.handlers:
+        handler.addFilter(_once_filter)

@@ -474,11 +474,32 @@ _RENDEZVOUS_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MAS
 def _launch_forked(
     side: str, spec: Recipe, scratch: Path, overrides: tuple[str, ...], timeout: float = 300
 ) -> None:
+    from parity.suites._e2e_worker import run_side
+
+    fork_ranks(
+        f"recipe {spec.name!r} ({side})",
+        spec.nproc,
+        lambda: run_side(side, scratch, overrides),
+        logs=scratch / side,
+        timeout=timeout,
+    )
+
+
+def fork_ranks(
+    what: str, nproc: int, target: Callable[[], object], *, logs: Path, timeout: float = 300
+) -> None:
+    """Run ``target`` in ``nproc`` forked ranks of one world (rendezvous variables set); raise
+    ``RuntimeError`` naming ``what`` and the failing rank's log tail when one fails or hangs.
+
+    Each rank runs ``target`` in a thread of its own, not in the thread it was forked from: a fork
+    copies the OpenMP (libgomp) pool's bookkeeping but not its threads, so the forking thread would
+    wait forever in its first parallel region once the parent ran one on two or more threads
+    (``--cpu-profile native`` on a multi-core machine). A new thread starts a pool of its own.
+    Rank ``r`` writes its output to ``<logs>_rank<r>.log``.
+    """
     import signal
     import socket
     import time
-
-    from parity.suites._e2e_worker import run_side
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -489,21 +510,24 @@ def _launch_forked(
     gc.collect()
     gc.freeze()
     pids: dict[int, int] = {}
-    for rank in range(spec.nproc):
-        log = scratch / f"{side}_rank{rank}.log"
+    log_of = {rank: logs.parent / f"{logs.name}_rank{rank}.log" for rank in range(nproc)}
+    for rank in range(nproc):
         pid = os.fork()
         if pid == 0:  # the rank: never returns into the parent's code
             code = 1
             try:
-                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                fd = os.open(log_of[rank], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
+                # Python's streams too (a test runner may have replaced them with its own).
+                sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
                 os.environ.pop("HYPER_PARALLEL_SELF_WORLD", None)
                 os.environ.update(
-                    RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(spec.nproc),
-                    LOCAL_WORLD_SIZE=str(spec.nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                    RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
+                    LOCAL_WORLD_SIZE=str(nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                 )  # fmt: skip
-                run_side(side, scratch, overrides)
+                _in_own_thread(target, f"rank{rank}")
                 code = 0
             except BaseException:  # noqa: BLE001 - reported through the log and the exit code
                 import traceback
@@ -524,9 +548,7 @@ def _launch_forked(
                 for other in pids:
                     os.kill(other, signal.SIGKILL)
                     os.waitpid(other, 0)
-                raise RuntimeError(
-                    f"recipe {spec.name!r} ({side}): ranks still running after {timeout:.0f} s"
-                )
+                raise RuntimeError(f"{what}: ranks still running after {timeout:.0f} s")
             time.sleep(0.02)
             continue
         if pid not in pids:
@@ -538,8 +560,27 @@ def _launch_forked(
                 os.kill(other, signal.SIGKILL)
     if failed:
         rank = failed[0]
-        tail = "\n".join((scratch / f"{side}_rank{rank}.log").read_text(errors="replace").splitlines()[-15:])
-        raise RuntimeError(f"recipe {spec.name!r} ({side}): rank {rank} failed:\n{tail}")
+        tail = "\n".join(log_of[rank].read_text(errors="replace").splitlines()[-15:])
+        raise RuntimeError(f"{what}: rank {rank} failed:\n{tail}")
+
+
+def _in_own_thread(target: Callable[[], object], name: str) -> None:
+    """``target()`` in a new thread of this process (its OpenMP pool starts afresh); re-raises."""
+    import threading
+
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=body, name=name)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
 
 
 def _launch_torchrun(side: str, spec: Recipe, scratch: Path, overrides: tuple[str, ...]) -> None:
@@ -567,16 +608,28 @@ def _pythonpath() -> str:
 class _RunCache:
     """``functools.cache`` for the recipe runs, plus ``peek`` (a cached result or None, never a
     run) and a ``generation`` that ``cache_clear`` moves on (so results derived from the runs,
-    such as localisations, are dropped with them)."""
+    such as localisations, are dropped with them).
+
+    A run that raised is cached too: every case that shares it fails with the same error, and the
+    run (a 2-rank launch that timed out, say) is not repeated once per case.
+    """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        self._fn, self._results = fn, {}
+        self._fn = fn
+        self._results: dict[tuple[Any, ...], Any] = {}
+        self._failures: dict[tuple[Any, ...], BaseException] = {}
         self.generation = 0
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any) -> Any:
+        if args in self._failures:
+            raise self._failures[args]
         if args not in self._results:
-            self._results[args] = self._fn(*args)
+            try:
+                self._results[args] = self._fn(*args)
+            except Exception as exc:
+                self._failures[args] = exc
+                raise
         return self._results[args]
 
     def peek(self, *args: Any) -> Any:
@@ -584,6 +637,7 @@ class _RunCache:
 
     def cache_clear(self) -> None:
         self._results.clear()
+        self._failures.clear()
         self.generation += 1
 
 
