@@ -51,11 +51,11 @@ def _argv(data_type: str) -> list[str]:
 
 def _legacy_setup(data_type: str, tokenizer):
     from hyper_parallel.trainer.base import BaseTrainer, TrainerState
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.llm_trainer import LLMTrainer
     from hyper_parallel.trainer.parallel_dims import ParallelDims
 
-    args = parse_args(HyperTrainerConfig, _argv(data_type))
+    args = parse_args(LegacyTrainerArgs, _argv(data_type))
 
     def setup():
         trainer = BaseTrainer.__new__(BaseTrainer)

@@ -23,11 +23,11 @@ def worker(out_dir: str, steps: int) -> None:
     """Inside torchrun: build, time ``steps`` steps after one warm-up step, write this rank's figures."""
     os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
     from hyper_parallel.trainer import LLMTrainer
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
     args = parse_args(
-        HyperTrainerConfig,
+        LegacyTrainerArgs,
         [
             str(DEBUG_YAML),
             f"--train.max_steps={steps + 1}",

@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
 def _train(argv: list[str] | None) -> int:
     init_logger()
     from hyper_parallel.trainer import LLMTrainer
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
-    args = parse_args(HyperTrainerConfig, argv)
+    args = parse_args(LegacyTrainerArgs, argv)
     discover_model_spec(args.model.name)
     LLMTrainer(args).train()
     return 0

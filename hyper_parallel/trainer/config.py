@@ -1,13 +1,18 @@
 """Legacy YAML config schema and parser (spec: legacy-trainer.md, section 2).
 
 A YAML file plus ``--dotted.key=value`` overrides become nested plain dataclasses
-(``HyperTrainerConfig``) that ``LLMTrainer(args)`` reads as ``args.model``, ``args.data`` and
+(``LegacyTrainerArgs``) that ``LLMTrainer(args)`` reads as ``args.model``, ``args.data`` and
 ``args.train``. The schema defaults here are normative: the parity harness compares the new
 component path against trainers built from them.
 
-Strictness: a missing config file, malformed YAML or CLI tokens, bad bool spellings, values of the
-wrong type and forbidden top-level keys are errors naming the field or file and what was expected.
-Unknown *nested* keys only warn, with a closest match (kept lenient on purpose, spec D7).
+The classes are named ``Legacy*Args`` so that no name is shared with the new path's Configs
+(``HyperTrainer.Config``, ``hyper_parallel.config.DebugConfig``...).
+
+Strictness: a missing or empty config file, malformed YAML, a key given twice in one mapping,
+malformed CLI tokens, a CLI override of a field that does not exist (with a closest match), bad
+bool spellings, values of the wrong type or outside their range, unknown choices and forbidden
+top-level keys are errors naming the field or file and what was expected. Unknown *nested* keys
+of the YAML file only warn, with a closest match (kept lenient on purpose, spec D7).
 """
 
 from __future__ import annotations
@@ -31,24 +36,27 @@ import yaml
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "AcceleratorConfig",
-    "CheckpointConfig",
-    "DataConfig",
-    "DebugConfig",
-    "EvalConfig",
-    "GradientCheckpointingConfig",
-    "HyperTrainerConfig",
-    "LoggingConfig",
-    "MemoryMonitorConfig",
-    "MixedPrecisionConfig",
-    "ModelConfig",
-    "MoEMonitorConfig",
-    "OptimizerConfig",
-    "ProfileConfig",
-    "TensorBoardConfig",
-    "TrainConfig",
-    "WandbConfig",
+    "LegacyAcceleratorArgs",
+    "LegacyCheckpointArgs",
+    "LegacyDataArgs",
+    "LegacyDebugArgs",
+    "LegacyEvalArgs",
+    "LegacyGradientCheckpointingArgs",
+    "LegacyTrainerArgs",
+    "LegacyLoggingArgs",
+    "LegacyMemoryMonitorArgs",
+    "LegacyMixedPrecisionArgs",
+    "LegacyModelArgs",
+    "LegacyMoEMonitorArgs",
+    "LegacyOptimizerArgs",
+    "LegacyProfileArgs",
+    "LegacyTensorBoardArgs",
+    "LegacyTrainArgs",
+    "LegacyWandbArgs",
+    "DuplicateKeyError",
+    "check_run_values",
     "config_to_dict",
+    "load_yaml_text",
     "legacy_field_paths",
     "parse_args",
 ]
@@ -77,13 +85,32 @@ def _check_min_number(path: str, value: Any, minimum: float, *, strict: bool = F
         raise _bad(path, value, f"a finite number {'>' if strict else '>='} {minimum:g}")
 
 
+def _check_choice(path: str, value: Any, choices: tuple[Any, ...], *, fold_case: bool = False) -> None:
+    """``value`` is one of ``choices`` (strings compared case-insensitively when ``fold_case``)."""
+    probe = value.lower() if fold_case and isinstance(value, str) else value
+    if not any(probe == choice and type(probe) is type(choice) for choice in choices):
+        raise _bad(path, value, "one of " + ", ".join(repr(c) for c in choices))
+
+
+# The choices of the enum-like fields (what the legacy trainer reads; anything else used to be
+# taken silently for a default: another decay style ran cosine, another optimizer ran AdamW).
+OPTIMIZER_TYPES = ("adamw",)
+LR_DECAY_STYLES = ("cosine", "constant")
+LOSS_AGGREGATIONS = ("token_weighted", "rank_average")
+MIXED_PRECISION_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float32", "fp32")
+# activation_checkpoint is a switch: these mean off (YAML reads a bare ``off`` as False) ...
+ACTIVATION_CHECKPOINT_OFF = ("off", "none", "", False)
+# ... and these on (whole layers are always checkpointed, whatever the spelling).
+ACTIVATION_CHECKPOINT_ON = ("full", "on", "true", True)
+
+
 # --------------------------------------------------------------------------------------------------
 # Schema (spec 2.1 - 2.4)
 # --------------------------------------------------------------------------------------------------
 
 
 @dataclass
-class ModelConfig:
+class LegacyModelArgs:
     """``model:``: which ModelSpec/flavour to build, where weights and tokenizer live, overrides."""
 
     name: str = "qwen3_5"
@@ -106,7 +133,7 @@ class ModelConfig:
 
 
 @dataclass
-class DataConfig:
+class LegacyDataArgs:
     """``data:``: dataset source, text fields, (unused) VL fields and dataloader knobs."""
 
     type: str = "dummy"
@@ -129,14 +156,15 @@ class DataConfig:
     shuffle: bool = True
 
     def __post_init__(self) -> None:
-        _check_min_int("data.max_seq_len", self.max_seq_len, 1)
+        # One token is no training sample: the shifted labels leave nothing to predict (loss NaN).
+        _check_min_int("data.max_seq_len", self.max_seq_len, 2)
         _check_min_int("data.num_workers", self.num_workers, 0)
         if self.train_size is not None:
             _check_min_int("data.train_size", self.train_size, 1, "an int >= 1 or null (all rows)")
 
 
 @dataclass
-class AcceleratorConfig:
+class LegacyAcceleratorArgs:
     """``train.accelerator``: parallel degrees (``dp`` is the legacy alias of ``dp_shard``)."""
 
     dp: int | None = None
@@ -155,7 +183,7 @@ class AcceleratorConfig:
 
 
 @dataclass
-class MixedPrecisionConfig:
+class LegacyMixedPrecisionArgs:
     """``train.mixed_precision``: FSDP2 MixedPrecisionPolicy dtypes, by name."""
 
     enabled: bool = False
@@ -163,16 +191,33 @@ class MixedPrecisionConfig:
     reduce_dtype: str = "float32"
     output_dtype: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("param_dtype", "reduce_dtype", "output_dtype"):
+            value = getattr(self, name)
+            if value is not None or name != "output_dtype":
+                _check_choice(f"train.mixed_precision.{name}", value, MIXED_PRECISION_DTYPES, fold_case=True)
+
 
 @dataclass
-class GradientCheckpointingConfig:
+class LegacyGradientCheckpointingArgs:
     """``train.gradient_checkpointing``: activation checkpointing mode."""
 
     activation_checkpoint: str = "off"
 
+    def __post_init__(self) -> None:
+        value = self.activation_checkpoint
+        if value is None:
+            return
+        _check_choice(
+            "train.gradient_checkpointing.activation_checkpoint",
+            value,
+            ACTIVATION_CHECKPOINT_OFF + ACTIVATION_CHECKPOINT_ON,
+            fold_case=True,
+        )
+
 
 @dataclass
-class OptimizerConfig:
+class LegacyOptimizerArgs:
     """``train.optimizer``: AdamW and LR-schedule hyperparameters (no ``foreach``/``fused``)."""
 
     type: str = "adamw"
@@ -189,6 +234,8 @@ class OptimizerConfig:
 
     def __post_init__(self) -> None:
         prefix = "train.optimizer"
+        _check_choice(f"{prefix}.type", self.type, OPTIMIZER_TYPES, fold_case=True)
+        _check_choice(f"{prefix}.loss_aggregation", self.loss_aggregation, LOSS_AGGREGATIONS)
         for name in ("lr", "lr_min", "weight_decay", "eps", "lr_warmup_ratio"):
             _check_min_number(f"{prefix}.{name}", getattr(self, name), 0.0)
         _check_min_number(f"{prefix}.max_grad_norm", self.max_grad_norm, 0.0, strict=True)
@@ -203,7 +250,7 @@ class OptimizerConfig:
 
 
 @dataclass
-class CheckpointConfig:
+class LegacyCheckpointArgs:
     """``train.checkpoint``: on by default (``save_steps=500``, HF export at train end).
 
     ``load_path`` is a ``step_<N>`` folder, or a run folder (an ``output_dir``): then its newest
@@ -215,10 +262,18 @@ class CheckpointConfig:
     save_hf_weights: bool = True
     load_path: str | None = None
     save_async: bool = False
+    # A run without load_path into an output_dir holding complete checkpoints stops; True replaces them.
+    overwrite: bool = False
+    # Load a checkpoint folder without manifest.json (or a .partial.* one) without integrity check.
+    allow_unverified: bool = False
+    # Config differing from the checkpoint's settings on resume: "refuse" or "apply" (and list them).
+    resume_config_changes: str = "refuse"
+    # Initial weights that do not fit the model: load what fits, keep the rest at random init.
+    allow_partial_weights: bool = False
 
 
 @dataclass
-class LoggingConfig:
+class LegacyLoggingArgs:
     """``train.logging``: LoggingCallback cadence and throughput/MFU inputs."""
 
     report_to: str = "none"
@@ -230,7 +285,7 @@ class LoggingConfig:
 
 
 @dataclass
-class TensorBoardConfig:
+class LegacyTensorBoardArgs:
     """``train.tensorboard``: real TensorBoard sink on rank 0."""
 
     enabled: bool = False
@@ -239,7 +294,7 @@ class TensorBoardConfig:
 
 
 @dataclass
-class WandbConfig:
+class LegacyWandbArgs:
     """``train.wandb``: real W&B sink on rank 0."""
 
     enabled: bool = False
@@ -249,7 +304,7 @@ class WandbConfig:
 
 
 @dataclass
-class ProfileConfig:
+class LegacyProfileArgs:
     """``train.profile``: torch profiler schedule (every rank)."""
 
     enabled: bool = False
@@ -260,7 +315,7 @@ class ProfileConfig:
 
 
 @dataclass
-class MemoryMonitorConfig:
+class LegacyMemoryMonitorArgs:
     """``train.memory_monitor``: periodic device-memory report."""
 
     enabled: bool = False
@@ -269,7 +324,7 @@ class MemoryMonitorConfig:
 
 
 @dataclass
-class MoEMonitorConfig:
+class LegacyMoEMonitorArgs:
     """``train.moe_monitor``: MoE load-balance monitor."""
 
     enabled: bool = False
@@ -278,7 +333,7 @@ class MoEMonitorConfig:
 
 
 @dataclass
-class EvalConfig:
+class LegacyEvalArgs:
     """``train.eval``: evaluation cadence (0 disables)."""
 
     eval_steps: int = 0
@@ -286,7 +341,7 @@ class EvalConfig:
 
 
 @dataclass
-class DebugConfig:
+class LegacyDebugArgs:
     """``train.debug``: determinism, NaN/Inf checks and manual GC cadence."""
 
     deterministic: bool = False
@@ -296,7 +351,7 @@ class DebugConfig:
 
 
 @dataclass
-class TrainConfig:
+class LegacyTrainArgs:
     """``train:``: loop and runtime fields, then one sub-section per concern."""
 
     max_steps: int = 100
@@ -308,19 +363,21 @@ class TrainConfig:
     init_device: str = "meta"
     comm_backend: str | None = None
     local_rank: int = 0
-    accelerator: AcceleratorConfig = field(default_factory=AcceleratorConfig)
-    mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
-    gradient_checkpointing: GradientCheckpointingConfig = field(default_factory=GradientCheckpointingConfig)
-    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
-    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
-    tensorboard: TensorBoardConfig = field(default_factory=TensorBoardConfig)
-    wandb: WandbConfig = field(default_factory=WandbConfig)
-    profile: ProfileConfig = field(default_factory=ProfileConfig)
-    memory_monitor: MemoryMonitorConfig = field(default_factory=MemoryMonitorConfig)
-    moe_monitor: MoEMonitorConfig = field(default_factory=MoEMonitorConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    debug: DebugConfig = field(default_factory=DebugConfig)
+    accelerator: LegacyAcceleratorArgs = field(default_factory=LegacyAcceleratorArgs)
+    mixed_precision: LegacyMixedPrecisionArgs = field(default_factory=LegacyMixedPrecisionArgs)
+    gradient_checkpointing: LegacyGradientCheckpointingArgs = field(
+        default_factory=LegacyGradientCheckpointingArgs
+    )
+    optimizer: LegacyOptimizerArgs = field(default_factory=LegacyOptimizerArgs)
+    checkpoint: LegacyCheckpointArgs = field(default_factory=LegacyCheckpointArgs)
+    logging: LegacyLoggingArgs = field(default_factory=LegacyLoggingArgs)
+    tensorboard: LegacyTensorBoardArgs = field(default_factory=LegacyTensorBoardArgs)
+    wandb: LegacyWandbArgs = field(default_factory=LegacyWandbArgs)
+    profile: LegacyProfileArgs = field(default_factory=LegacyProfileArgs)
+    memory_monitor: LegacyMemoryMonitorArgs = field(default_factory=LegacyMemoryMonitorArgs)
+    moe_monitor: LegacyMoEMonitorArgs = field(default_factory=LegacyMoEMonitorArgs)
+    eval: LegacyEvalArgs = field(default_factory=LegacyEvalArgs)
+    debug: LegacyDebugArgs = field(default_factory=LegacyDebugArgs)
 
     def __post_init__(self) -> None:
         _check_min_int(
@@ -341,16 +398,38 @@ class TrainConfig:
 
 
 @dataclass
-class HyperTrainerConfig:
+class LegacyTrainerArgs:
     """Root of the legacy tree; ``train_steps`` mirrors ``train.max_steps`` at construction."""
 
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
+    model: LegacyModelArgs = field(default_factory=LegacyModelArgs)
+    data: LegacyDataArgs = field(default_factory=LegacyDataArgs)
+    train: LegacyTrainArgs = field(default_factory=LegacyTrainArgs)
     train_steps: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.train_steps = self.train.max_steps
+
+
+def check_run_values(args: LegacyTrainerArgs) -> None:
+    """Refuse values the builders accept but that wreck a run; ``parse_args`` runs it.
+
+    The LR builder computes a schedule for any of these (the parity harness pins it there, so it
+    builds args without this check), but none is what a user means: another decay style runs
+    cosine, a warmup longer than the run never reaches the peak, an ``lr_min`` above ``lr``
+    raises the LR where it should decay (with ``lr`` 0 the schedule stays at 0 whatever
+    ``lr_min`` says).
+    """
+    opt = args.train.optimizer
+    prefix = "train.optimizer"
+    _check_choice(f"{prefix}.lr_decay_style", opt.lr_decay_style, LR_DECAY_STYLES)
+    if opt.lr_warmup_ratio > 1:
+        raise _bad(
+            f"{prefix}.lr_warmup_ratio", opt.lr_warmup_ratio, "a fraction of train.max_steps in [0, 1]"
+        )
+    if opt.lr > 0 and opt.lr_min > opt.lr:
+        raise _bad(
+            f"{prefix}.lr_min", opt.lr_min, f"a number <= {prefix}.lr={opt.lr!r} (the floor of the decay)"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -418,6 +497,38 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+class DuplicateKeyError(ValueError):
+    """A YAML mapping gives one key twice (plain YAML keeps the last value without a word)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (merge keys ``<<`` aside)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                earlier = first_line.get(key)
+                first_line[key] = line
+            except TypeError:  # an unhashable key: SafeLoader reports it below
+                continue
+            if earlier is not None:
+                raise DuplicateKeyError(
+                    f"key {key!r} is given twice in one mapping (line {earlier} and line {line}); "
+                    "expected each key once (YAML would silently keep only the last one)"
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_text(text: Any) -> Any:
+    """``yaml.safe_load`` that refuses duplicate keys (``DuplicateKeyError``)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no code runs
+
+
 def _parse_bool(key: str, raw: str) -> bool:
     """Accept the usual bool spellings; anything else is an error naming ``key``."""
     lowered = raw.strip().lower()
@@ -452,6 +563,56 @@ def _resolve_path_type(root_class: type, parts: list[str]) -> tuple[Any, bool] |
     return resolved
 
 
+def _unknown_field(token: str, path: str, name: str, cls: type) -> ValueError:
+    """The error for a CLI override of a field ``cls`` does not have, with the closest match."""
+    known = list(_init_field_types(cls))
+    match = difflib.get_close_matches(name, known, n=1)
+    parent = path.rpartition(".")[0]
+    hint = (
+        f"did you mean '{parent + '.' if parent else ''}{match[0]}'?"
+        if match
+        else f"fields: {', '.join(known)}"
+    )
+    return ValueError(
+        f"Unknown config key '{path}' in override {token!r} (not a field of {cls.__name__}); {hint}"
+    )
+
+
+def _check_override_path(token: str, root_class: type, parts: list[str], value: Any) -> None:
+    """Every part names a field; past a free-form mapping field (``config_overrides``) anything goes.
+
+    A mapping given for a section (``--train.optimizer={lr: 1}``) is checked key by key too.
+    """
+    if parts[0] not in _init_field_types(root_class):
+        return  # a top-level key: _validate_top_level lists them all, with where they moved
+    current: Any = root_class
+    for depth, part in enumerate(parts):
+        path = ".".join(parts[: depth + 1])
+        if not _is_section(current):
+            if _container_kind(current) is dict:
+                return
+            parent = ".".join(parts[:depth])
+            raise ValueError(
+                f"Unknown config key '{path}' in override {token!r}: '{parent}' is a value, not a section"
+            )
+        field_types = _init_field_types(current)
+        if part not in field_types:
+            raise _unknown_field(token, path, part, current)
+        current = _unwrap_optional(field_types[part])[0]
+    _check_section_keys(token, ".".join(parts), current, value)
+
+
+def _check_section_keys(token: str, path: str, cls: Any, value: Any) -> None:
+    if not (_is_section(cls) and isinstance(value, dict)):
+        return
+    field_types = _init_field_types(cls)
+    for key, item in value.items():
+        sub = f"{path}.{key}"
+        if key not in field_types:
+            raise _unknown_field(token, sub, str(key), cls)
+        _check_section_keys(token, sub, _unwrap_optional(field_types[key])[0], item)
+
+
 def _coerce_untyped(raw: str) -> Any:
     """Fallback for int/float/untyped targets: int, then float, then true/false, else the string."""
     for convert in (int, float):
@@ -477,7 +638,9 @@ def _coerce_cli_value(key: str, raw: str, resolved: tuple[Any, bool] | None) -> 
         return raw
     if _container_kind(tp) is not None or _is_section(tp):
         try:
-            return yaml.safe_load(raw)
+            return load_yaml_text(raw)
+        except DuplicateKeyError as exc:
+            raise ValueError(f"Invalid value for '{key}': {exc}") from None
         except yaml.YAMLError as exc:
             raise ValueError(
                 f"Invalid value for '{key}': {raw!r} is not valid YAML; expected a YAML "
@@ -508,6 +671,7 @@ def _parse_cli_overrides(tokens: list[str], root_class: type) -> dict[str, Any]:
         key, raw = _split_override(token)
         parts = key.split(".")
         value = _coerce_cli_value(key, raw, _resolve_path_type(root_class, parts))
+        _check_override_path(token, root_class, parts, value)
         node = overrides
         for depth, part in enumerate(parts[:-1]):
             node = node.setdefault(part, {})
@@ -543,11 +707,16 @@ def _load_yaml(path: str) -> dict[str, Any]:
         raise FileNotFoundError(f"Config file not found: '{path}'")
     try:
         with file.open(encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = load_yaml_text(handle)
+    except DuplicateKeyError as exc:
+        raise ValueError(f"Config file '{path}': {exc}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"Config file '{path}' is not valid YAML: {exc}") from exc
     if data is None:
-        return {}
+        raise ValueError(
+            f"Config file '{path}' is empty (no settings, only blanks or comments); expected a mapping "
+            "with model: / data: / train:"
+        )
     if not isinstance(data, dict):
         raise ValueError(
             f"Config file '{path}' must contain a mapping at the top level "
@@ -691,10 +860,14 @@ def _warn_unknown_key(path: str, key: str, cls: type, known: list[str]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def parse_args(root_class: type = HyperTrainerConfig, argv: list[str] | None = None) -> Any:
+def parse_args(
+    root_class: type = LegacyTrainerArgs, argv: list[str] | None = None, *, run_checks: bool = True
+) -> Any:
     """Parse ``[CONFIG.yaml] [--a.b.c=value ...]`` into ``root_class`` (spec 2.5).
 
-    ``argv`` defaults to ``sys.argv[1:]``. CLI overrides win over the YAML file.
+    ``argv`` defaults to ``sys.argv[1:]``. CLI overrides win over the YAML file. ``run_checks``
+    (a ``LegacyTrainerArgs`` root only) also refuses the values of ``check_run_values``; the parity
+    harness turns it off to drive the builders on the whole range they accept.
     """
     if not _is_section(root_class):
         raise TypeError(f"root_class must be a dataclass, got {root_class!r}")
@@ -713,7 +886,10 @@ def parse_args(root_class: type = HyperTrainerConfig, argv: list[str] | None = N
     config = _deep_merge(file_config, _parse_cli_overrides(overrides + extra, root_class))
     _validate_top_level(config, root_class)
     _set_local_rank(config, root_class)
-    return _instantiate(root_class, config)
+    args = _instantiate(root_class, config)
+    if run_checks and isinstance(args, LegacyTrainerArgs):
+        check_run_values(args)
+    return args
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -729,7 +905,7 @@ def _tuples_to_lists(value: Any) -> Any:
     return value
 
 
-def legacy_field_paths(root_class: type = HyperTrainerConfig) -> list[str]:
+def legacy_field_paths(root_class: type = LegacyTrainerArgs) -> list[str]:
     """Every leaf dotted path of the schema, sorted; the legacy->new mapping is checked against it."""
     return sorted(_leaf_paths(root_class, ""))
 

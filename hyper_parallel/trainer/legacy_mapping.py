@@ -242,7 +242,7 @@ def _model_spec(args: Any):
 
 
 def legacy_to_trainer_config(args: Any):
-    """Map a parsed legacy ``HyperTrainerConfig`` onto a ``HyperTrainer.Config`` tree."""
+    """Map a parsed legacy ``LegacyTrainerArgs`` onto a ``HyperTrainer.Config`` tree."""
     tree: dict[str, Any] = {}
     for rule in FIELD_MAP:
         value = _read(args, rule.source)
@@ -278,9 +278,9 @@ def legacy_to_trainer_config(args: Any):
 
 
 def _parse_legacy_yaml(tokens: list[str]) -> Any:
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
 
-    return parse_args(HyperTrainerConfig, tokens)
+    return parse_args(LegacyTrainerArgs, tokens)
 
 
 def config_manager(prog: str = "python -m hyper_parallel.train") -> ConfigManager:

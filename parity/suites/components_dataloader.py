@@ -59,7 +59,7 @@ def _legacy_side(
     from types import SimpleNamespace
 
     from hyper_parallel.trainer.base import BaseTrainer, TrainerState
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.llm_trainer import LLMTrainer
     from hyper_parallel.trainer.parallel_dims import ParallelDims
 
@@ -74,7 +74,7 @@ def _legacy_side(
         "--train.accelerator.dp_shard=-1",
         f"--train.accelerator.tp={tp}",
     ]
-    args = parse_args(HyperTrainerConfig, argv)
+    args = parse_args(LegacyTrainerArgs, argv)
     trainer = BaseTrainer.__new__(BaseTrainer)
     trainer.args = args
     trainer.state = TrainerState(max_steps=args.train.max_steps)

@@ -73,10 +73,10 @@ TOKENIZER_VARIANTS = ("asset", "bos_eos", "pad", "no_eos")
 
 def _legacy_args(*overrides: str):
     os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
-    args = parse_args(HyperTrainerConfig, [str(_DEBUG_YAML), *overrides])
+    args = parse_args(LegacyTrainerArgs, [str(_DEBUG_YAML), *overrides])
     discover_model_spec(args.model.name)
     return args
 

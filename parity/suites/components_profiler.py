@@ -346,16 +346,16 @@ REGISTRY.pair(
 
 
 def legacy_defaults():
-    """The legacy defaults from each source: the ``train.profile`` schema (``ProfileConfig``), an
+    """The legacy defaults from each source: the ``train.profile`` schema (``LegacyProfileArgs``), an
     empty YAML parsed, and the callback's code fallbacks when no section exists at all."""
     from types import SimpleNamespace
 
     from hyper_parallel.trainer.callbacks import ProfilerCallback
-    from hyper_parallel.trainer.config import ProfileConfig
+    from hyper_parallel.trainer.config import LegacyProfileArgs
 
     callback = ProfilerCallback(SimpleNamespace(args=SimpleNamespace(train=SimpleNamespace())))
     tree = {
-        "schema": dataclasses.asdict(ProfileConfig()),
+        "schema": dataclasses.asdict(LegacyProfileArgs()),
         "parsed": dataclasses.asdict(legacy_args(config=None).train.profile),
         "code_fallback": {field: getattr(callback, field) for field in _FIELDS.values()},
     }

@@ -55,10 +55,10 @@ def main(argv: list[str]) -> int:
     curve: dict[int, str] = {}
     if trainer_kind == "legacy":
         from hyper_parallel.trainer import LLMTrainer
-        from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+        from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
         from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
-        args = parse_args(HyperTrainerConfig, [str(DEBUG_YAML), *overrides])
+        args = parse_args(LegacyTrainerArgs, [str(DEBUG_YAML), *overrides])
         discover_model_spec(args.model.name)
         trainer = LLMTrainer(args)
 

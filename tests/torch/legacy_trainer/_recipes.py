@@ -15,11 +15,11 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 def debug_args(output_dir: Path, *overrides: str, config: Path = DEBUG_YAML):
     """The debug recipe with its outputs redirected under ``output_dir`` plus extra ``--a.b=v`` overrides."""
-    from hyper_parallel.trainer.config import HyperTrainerConfig, parse_args
+    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
     argv = [str(config), f"--train.checkpoint.output_dir={output_dir / 'ckpt'}", *overrides]
-    args = parse_args(HyperTrainerConfig, argv)
+    args = parse_args(LegacyTrainerArgs, argv)
     discover_model_spec(args.model.name)
     return args
 

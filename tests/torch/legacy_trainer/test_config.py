@@ -9,23 +9,23 @@ from pathlib import Path
 import pytest
 
 from hyper_parallel.trainer.config import (
-    AcceleratorConfig,
-    CheckpointConfig,
-    DataConfig,
-    DebugConfig,
-    EvalConfig,
-    GradientCheckpointingConfig,
-    HyperTrainerConfig,
-    LoggingConfig,
-    MemoryMonitorConfig,
-    MixedPrecisionConfig,
-    ModelConfig,
-    MoEMonitorConfig,
-    OptimizerConfig,
-    ProfileConfig,
-    TensorBoardConfig,
-    TrainConfig,
-    WandbConfig,
+    LegacyAcceleratorArgs,
+    LegacyCheckpointArgs,
+    LegacyDataArgs,
+    LegacyDebugArgs,
+    LegacyEvalArgs,
+    LegacyGradientCheckpointingArgs,
+    LegacyLoggingArgs,
+    LegacyMemoryMonitorArgs,
+    LegacyMixedPrecisionArgs,
+    LegacyModelArgs,
+    LegacyMoEMonitorArgs,
+    LegacyOptimizerArgs,
+    LegacyProfileArgs,
+    LegacyTensorBoardArgs,
+    LegacyTrainArgs,
+    LegacyTrainerArgs,
+    LegacyWandbArgs,
     config_to_dict,
     legacy_field_paths,
     parse_args,
@@ -56,7 +56,7 @@ def _defaults(cls: type) -> dict:
 # ------------------------------------------------------------------------------------------------
 
 EXPECTED_DEFAULTS = {
-    ModelConfig: dict(
+    LegacyModelArgs: dict(
         name="qwen3_5",
         flavor=None,
         weights_path=None,
@@ -75,7 +75,7 @@ EXPECTED_DEFAULTS = {
         max_position_embeddings=None,
         config_overrides=None,
     ),
-    DataConfig: dict(
+    LegacyDataArgs: dict(
         type="dummy",
         train_path=None,
         subset=None,
@@ -95,7 +95,7 @@ EXPECTED_DEFAULTS = {
         pin_memory=True,
         shuffle=True,
     ),
-    AcceleratorConfig: dict(
+    LegacyAcceleratorArgs: dict(
         dp=None,
         dp_replicate=1,
         dp_shard=None,
@@ -110,11 +110,11 @@ EXPECTED_DEFAULTS = {
         ulysses_degree=None,
         comm_fusion=True,
     ),
-    MixedPrecisionConfig: dict(
+    LegacyMixedPrecisionArgs: dict(
         enabled=False, param_dtype="bfloat16", reduce_dtype="float32", output_dtype=None
     ),
-    GradientCheckpointingConfig: dict(activation_checkpoint="off"),
-    OptimizerConfig: dict(
+    LegacyGradientCheckpointingArgs: dict(activation_checkpoint="off"),
+    LegacyOptimizerArgs: dict(
         type="adamw",
         lr=1e-4,
         lr_min=1e-5,
@@ -127,10 +127,18 @@ EXPECTED_DEFAULTS = {
         eps=1e-8,
         betas=(0.9, 0.999),
     ),
-    CheckpointConfig: dict(
-        output_dir="outputs", save_steps=500, save_hf_weights=True, load_path=None, save_async=False
+    LegacyCheckpointArgs: dict(
+        output_dir="outputs",
+        save_steps=500,
+        save_hf_weights=True,
+        load_path=None,
+        save_async=False,
+        overwrite=False,
+        allow_unverified=False,
+        resume_config_changes="refuse",
+        allow_partial_weights=False,
     ),
-    LoggingConfig: dict(
+    LegacyLoggingArgs: dict(
         report_to="none",
         report_global_loss=False,
         log_steps=10,
@@ -138,31 +146,33 @@ EXPECTED_DEFAULTS = {
         model_flops_per_token=None,
         peak_tflops=None,
     ),
-    TensorBoardConfig: dict(enabled=False, output_dir="tb_traces", log_steps=1),
-    WandbConfig: dict(enabled=False, project="hyper-parallel", run_name=None, log_steps=1),
-    ProfileConfig: dict(
+    LegacyTensorBoardArgs: dict(enabled=False, output_dir="tb_traces", log_steps=1),
+    LegacyWandbArgs: dict(enabled=False, project="hyper-parallel", run_name=None, log_steps=1),
+    LegacyProfileArgs: dict(
         enabled=False, output_dir="profiler_traces", wait_steps=1, warmup_steps=1, active_steps=3
     ),
-    MemoryMonitorConfig: dict(enabled=False, log_steps=50, reset_peak_each_step=False),
-    MoEMonitorConfig: dict(enabled=False, lr=1e-3, num_recomputations=1),
-    EvalConfig: dict(eval_steps=0, eval_dataset=None),
-    DebugConfig: dict(deterministic=False, deterministic_warn_only=False, check_nan_inf=False, gc_steps=0),
+    LegacyMemoryMonitorArgs: dict(enabled=False, log_steps=50, reset_peak_each_step=False),
+    LegacyMoEMonitorArgs: dict(enabled=False, lr=1e-3, num_recomputations=1),
+    LegacyEvalArgs: dict(eval_steps=0, eval_dataset=None),
+    LegacyDebugArgs: dict(
+        deterministic=False, deterministic_warn_only=False, check_nan_inf=False, gc_steps=0
+    ),
 }
 
 TRAIN_SECTIONS = {
-    "accelerator": AcceleratorConfig,
-    "mixed_precision": MixedPrecisionConfig,
-    "gradient_checkpointing": GradientCheckpointingConfig,
-    "optimizer": OptimizerConfig,
-    "checkpoint": CheckpointConfig,
-    "logging": LoggingConfig,
-    "tensorboard": TensorBoardConfig,
-    "wandb": WandbConfig,
-    "profile": ProfileConfig,
-    "memory_monitor": MemoryMonitorConfig,
-    "moe_monitor": MoEMonitorConfig,
-    "eval": EvalConfig,
-    "debug": DebugConfig,
+    "accelerator": LegacyAcceleratorArgs,
+    "mixed_precision": LegacyMixedPrecisionArgs,
+    "gradient_checkpointing": LegacyGradientCheckpointingArgs,
+    "optimizer": LegacyOptimizerArgs,
+    "checkpoint": LegacyCheckpointArgs,
+    "logging": LegacyLoggingArgs,
+    "tensorboard": LegacyTensorBoardArgs,
+    "wandb": LegacyWandbArgs,
+    "profile": LegacyProfileArgs,
+    "memory_monitor": LegacyMemoryMonitorArgs,
+    "moe_monitor": LegacyMoEMonitorArgs,
+    "eval": LegacyEvalArgs,
+    "debug": LegacyDebugArgs,
 }
 
 
@@ -174,7 +184,7 @@ def test_section_defaults(cls: type) -> None:
 
 
 @pytest.mark.parametrize(
-    "cls", [*EXPECTED_DEFAULTS, TrainConfig, HyperTrainerConfig], ids=lambda c: c.__name__
+    "cls", [*EXPECTED_DEFAULTS, LegacyTrainArgs, LegacyTrainerArgs], ids=lambda c: c.__name__
 )
 def test_plain_dataclasses(cls: type) -> None:
     assert dataclasses.is_dataclass(cls)
@@ -183,7 +193,7 @@ def test_plain_dataclasses(cls: type) -> None:
 
 
 def test_train_defaults_and_sections() -> None:
-    train = TrainConfig()
+    train = LegacyTrainArgs()
     flat = {f.name: getattr(train, f.name) for f in dataclasses.fields(train) if f.name not in TRAIN_SECTIONS}
     assert flat == dict(
         max_steps=100,
@@ -198,20 +208,20 @@ def test_train_defaults_and_sections() -> None:
     )
     for name, cls in TRAIN_SECTIONS.items():
         assert isinstance(getattr(train, name), cls), name
-    assert TrainConfig().optimizer is not train.optimizer  # default_factory, not shared
+    assert LegacyTrainArgs().optimizer is not train.optimizer  # default_factory, not shared
 
 
 def test_root_defaults_and_train_steps() -> None:
-    cfg = HyperTrainerConfig()
-    assert isinstance(cfg.model, ModelConfig) and isinstance(cfg.data, DataConfig)
+    cfg = LegacyTrainerArgs()
+    assert isinstance(cfg.model, LegacyModelArgs) and isinstance(cfg.data, LegacyDataArgs)
     assert cfg.train_steps == cfg.train.max_steps == 100
-    assert HyperTrainerConfig(train=TrainConfig(max_steps=7)).train_steps == 7
-    assert "train_steps" not in {f.name for f in dataclasses.fields(HyperTrainerConfig) if f.init}
+    assert LegacyTrainerArgs(train=LegacyTrainArgs(max_steps=7)).train_steps == 7
+    assert "train_steps" not in {f.name for f in dataclasses.fields(LegacyTrainerArgs) if f.init}
 
 
 def test_betas_default_is_tuple() -> None:
-    assert OptimizerConfig().betas == (0.9, 0.999)
-    assert isinstance(OptimizerConfig().betas, tuple)
+    assert LegacyOptimizerArgs().betas == (0.9, 0.999)
+    assert isinstance(LegacyOptimizerArgs().betas, tuple)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -240,7 +250,7 @@ def test_debug_recipe_exact_content() -> None:
 
 def test_debug_recipe_parses() -> None:
     cfg = parse_args(argv=[str(DEBUG_YAML)])
-    assert isinstance(cfg, HyperTrainerConfig)
+    assert isinstance(cfg, LegacyTrainerArgs)
     assert (cfg.model.name, cfg.model.flavor) == ("qwen3_5", "debug")
     assert (cfg.data.type, cfg.data.max_seq_len) == ("dummy", 64)
     t = cfg.train
@@ -264,7 +274,7 @@ def test_debug_recipe_parses() -> None:
     assert t.logging.log_steps == 1
     assert t.debug.deterministic is True
     # Untouched sections keep their schema defaults.
-    assert t.wandb == WandbConfig() and t.mixed_precision == MixedPrecisionConfig()
+    assert t.wandb == LegacyWandbArgs() and t.mixed_precision == LegacyMixedPrecisionArgs()
     assert t.local_rank == 0
 
 
@@ -276,16 +286,23 @@ def test_yaml_betas_list_stays_list(tmp_path: Path) -> None:
 
 def test_no_config_file_gives_defaults() -> None:
     cfg = parse_args(argv=[])
-    assert cfg == HyperTrainerConfig()
+    assert cfg == LegacyTrainerArgs()
 
 
-def test_empty_file_gives_defaults(tmp_path: Path) -> None:
-    assert parse_args(argv=[_write(tmp_path, "")]) == HyperTrainerConfig()
+@pytest.mark.parametrize("content", ["", "\n\n", "# only a comment\n"])
+def test_empty_file_is_refused(tmp_path: Path, content: str) -> None:
+    # It used to give the defaults (a run of another model than meant, or an unrelated error).
+    with pytest.raises(ValueError, match=r"Config file '.*' is empty .*expected a mapping with model:"):
+        parse_args(argv=[_write(tmp_path, content)])
+
+
+def test_no_file_gives_defaults() -> None:
+    assert parse_args(argv=[]) == LegacyTrainerArgs()
 
 
 def test_empty_sections_give_defaults(tmp_path: Path) -> None:
     cfg = parse_args(argv=[_write(tmp_path, "model:\ntrain:\n  optimizer:\n")])
-    assert cfg == HyperTrainerConfig()
+    assert cfg == LegacyTrainerArgs()
 
 
 def test_yaml_string_numbers_coerced(tmp_path: Path) -> None:
@@ -530,14 +547,36 @@ def test_unknown_nested_key_warns_with_match(tmp_path: Path, caplog: pytest.LogC
     messages = [r.getMessage() for r in caplog.records if r.name == CONFIG_LOGGER]
     lrr = [m for m in messages if "lrr" in m]
     assert len(lrr) == 1
-    assert "train.optimizer.lrr" in lrr[0] and "OptimizerConfig" in lrr[0] and "did you mean 'lr'?" in lrr[0]
+    assert (
+        "train.optimizer.lrr" in lrr[0] and "LegacyOptimizerArgs" in lrr[0] and "did you mean 'lr'?" in lrr[0]
+    )
     other = [m for m in messages if "zzzz_unrelated" in m]
-    assert len(other) == 1 and "TrainConfig" in other[0] and "did you mean" not in other[0]
+    assert len(other) == 1 and "LegacyTrainArgs" in other[0] and "did you mean" not in other[0]
 
 
-def test_unknown_nested_key_from_cli_warns(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("token", "match"),
+    [
+        ("--train.max_step=3", r"'train\.max_step' .*LegacyTrainArgs\); did you mean 'train\.max_steps'\?"),
+        ("--train.optimizer.lrr=3", r"'train\.optimizer\.lrr' .*did you mean 'train\.optimizer\.lr'\?"),
+        ("--train.optimizer={lrr: 1}", r"'train\.optimizer\.lrr' .*did you mean 'train\.optimizer\.lr'\?"),
+        ("--train.max_steps.x=1", r"'train\.max_steps\.x' .*'train\.max_steps' is a value, not a section"),
+        ("--data.zzz=1", r"'data\.zzz' .*not a field of LegacyDataArgs\); fields: type, "),
+    ],
+)
+def test_unknown_nested_key_from_cli_is_an_error(token: str, match: str) -> None:
+    # It used to warn and run with the default (a typo trained 100 steps instead of 3).
+    with pytest.raises(ValueError, match=match):
+        parse_args(argv=[token])
+
+
+def test_free_form_mapping_fields_take_any_key_from_cli() -> None:
+    assert parse_args(argv=["--model.config_overrides.any_name=1"]).model.config_overrides == {"any_name": 1}
+
+
+def test_unknown_nested_key_from_yaml_still_warns(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     with caplog.at_level(logging.WARNING, logger=CONFIG_LOGGER):
-        cfg = parse_args(argv=["--train.max_step=3"])
+        cfg = parse_args(argv=[_write(tmp_path, "train: {max_step: 3}\n")])
     assert cfg.train.max_steps == 100
     assert any("did you mean 'max_steps'?" in r.getMessage() for r in caplog.records)
 
@@ -619,8 +658,8 @@ def test_legacy_field_paths() -> None:
     assert "train.local_rank" in paths
     assert "train_steps" not in paths
     assert not any(p in ("train", "train.optimizer", "model", "data") for p in paths)
-    expected = [f"model.{n}" for n in EXPECTED_DEFAULTS[ModelConfig]]
-    expected += [f"data.{n}" for n in EXPECTED_DEFAULTS[DataConfig]]
+    expected = [f"model.{n}" for n in EXPECTED_DEFAULTS[LegacyModelArgs]]
+    expected += [f"data.{n}" for n in EXPECTED_DEFAULTS[LegacyDataArgs]]
     expected += [
         "train.max_steps",
         "train.num_train_epochs",
@@ -661,3 +700,103 @@ def test_yaml_bare_off_in_str_field_is_kept(tmp_path: Path) -> None:
     path.write_text("train: {gradient_checkpointing: {activation_checkpoint: off}}\n")
     args = parse_args(argv=[str(path)])
     assert args.train.gradient_checkpointing.activation_checkpoint is False
+
+
+# ------------------------------------------------------------------------------------------------
+# Values that wreck a run (each used to be accepted: a run with another meaning, or NaN losses)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "match"),
+    [
+        (
+            "--train.optimizer.loss_aggregation=bogus",
+            r"'train\.optimizer\.loss_aggregation': expected one of 'token_weighted', 'rank_average', got 'bogus'",
+        ),
+        ("--train.optimizer.type=sgd", r"'train\.optimizer\.type': expected one of 'adamw', got 'sgd'"),
+        (
+            "--train.optimizer.lr_decay_style=linear",
+            r"'train\.optimizer\.lr_decay_style': expected one of 'cosine', 'constant', got 'linear'",
+        ),
+        (
+            "--train.gradient_checkpointing.activation_checkpoint=selective",
+            r"'train\.gradient_checkpointing\.activation_checkpoint': expected one of .*'full'.*got 'selective'",
+        ),
+        (
+            "--train.mixed_precision.param_dtype=int8",
+            r"'train\.mixed_precision\.param_dtype': expected one of 'bfloat16', .*got 'int8'",
+        ),
+        (
+            "--train.mixed_precision.output_dtype=half",
+            r"'train\.mixed_precision\.output_dtype': expected one of .*got 'half'",
+        ),
+        (
+            "--train.optimizer.lr_warmup_ratio=5",
+            r"'train\.optimizer\.lr_warmup_ratio': expected a fraction of train\.max_steps in \[0, 1\], got 5\.0",
+        ),
+        ("--train.optimizer.lr_warmup_ratio=1.0000001", r"'train\.optimizer\.lr_warmup_ratio'"),
+        (
+            "--train.optimizer.lr_min=0.01",
+            r"'train\.optimizer\.lr_min': expected a number <= train\.optimizer\.lr=0\.0001 .*got 0\.01",
+        ),
+        ("--data.max_seq_len=1", r"'data\.max_seq_len': expected an int >= 2, got 1"),
+    ],
+)
+def test_values_that_wreck_a_run_are_refused(token: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_args(argv=[token])
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        ["--train.optimizer.lr_warmup_ratio=1", "--train.optimizer.lr_warmup_ratio=0"],
+        ["--train.optimizer.lr_min=1e-4"],  # == lr
+        ["--train.optimizer.lr=0", "--train.optimizer.lr_min=1e-3"],  # lr 0: the schedule stays at 0
+        ["--train.gradient_checkpointing.activation_checkpoint=FULL"],
+        ["--train.gradient_checkpointing.activation_checkpoint=none"],
+        ["--train.mixed_precision.param_dtype=BF16", "--train.optimizer.type=AdamW"],
+        ["--train.optimizer.lr_decay_style=constant", "--data.max_seq_len=2"],
+    ],
+)
+def test_the_edges_of_those_ranges_are_accepted(tokens: list[str]) -> None:
+    parse_args(argv=tokens)
+
+
+def test_run_checks_off_lets_the_builders_see_any_value() -> None:
+    # The parity harness pins the LR builder on the whole range it accepts (legacy_driver).
+    argv = ["--train.optimizer.lr_warmup_ratio=1.5", "--train.optimizer.lr_decay_style=linear"]
+    args = parse_args(argv=argv, run_checks=False)
+    assert (args.train.optimizer.lr_warmup_ratio, args.train.optimizer.lr_decay_style) == (1.5, "linear")
+    with pytest.raises(ValueError, match="lr_decay_style"):
+        parse_args(argv=argv)
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (
+            "train: {max_steps: 3}\nmodel: {name: qwen3_5}\ntrain: {seed: 1}\n",
+            r"key 'train' is given twice .*\(line 1 and line 3\)",
+        ),
+        (
+            "train:\n  optimizer:\n    lr: 1.0e-3\n    lr: 1.0e-2\n",
+            r"key 'lr' is given twice .*\(line 3 and line 4\)",
+        ),
+        ("train: {seed: 1, seed: 2}\n", r"key 'seed' is given twice"),
+    ],
+)
+def test_duplicate_yaml_keys_are_refused(tmp_path: Path, content: str, match: str) -> None:
+    with pytest.raises(ValueError, match=r"Config file '.*cfg\.yaml': " + match):
+        parse_args(argv=[_write(tmp_path, content)])
+
+
+def test_duplicate_keys_in_a_cli_mapping_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"'train\.optimizer': key 'lr' is given twice"):
+        parse_args(argv=["--train.optimizer={lr: 1, lr: 2}"])
+
+
+def test_yaml_merge_keys_may_repeat_a_merged_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, "train:\n  optimizer:\n    <<: {lr: 1.0e-3, eps: 1.0e-6}\n    lr: 2.0e-3\n")
+    assert parse_args(argv=[path]).train.optimizer.lr == 2e-3

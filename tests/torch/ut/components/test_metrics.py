@@ -289,9 +289,9 @@ def test_config_fields_and_defaults_mirror_the_legacy_sections():
     new = MetricsProcessor.Config()
     flat = {k: v for k, v in dataclasses.asdict(new).items() if k not in ("tensorboard", "wandb")}
     # report_global_loss is never read by the legacy trainer and has no field here.
-    assert flat == defaults(legacy.LoggingConfig, skip=("report_global_loss",))
-    assert dataclasses.asdict(new.tensorboard) == defaults(legacy.TensorBoardConfig)
-    assert dataclasses.asdict(new.wandb) == defaults(legacy.WandbConfig)
+    assert flat == defaults(legacy.LegacyLoggingArgs, skip=("report_global_loss",))
+    assert dataclasses.asdict(new.tensorboard) == defaults(legacy.LegacyTensorBoardArgs)
+    assert dataclasses.asdict(new.wandb) == defaults(legacy.LegacyWandbArgs)
     assert new.to_dict()["tensorboard"] == {"enabled": False, "output_dir": "tb_traces", "log_steps": 1}
 
 

@@ -135,9 +135,9 @@ def test_disabled_schedule_is_not_validated_but_enabled_is():
 
 
 def test_config_fields_and_defaults_mirror_train_profile():
-    from hyper_parallel.trainer.config import ProfileConfig
+    from hyper_parallel.trainer.config import LegacyProfileArgs
 
-    legacy = {f.name: f.default for f in dataclasses.fields(ProfileConfig)}
+    legacy = {f.name: f.default for f in dataclasses.fields(LegacyProfileArgs)}
     assert dataclasses.asdict(Profiler.Config()) == legacy
     assert Profiler.Config().to_dict() == legacy
 

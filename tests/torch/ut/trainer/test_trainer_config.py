@@ -42,7 +42,7 @@ from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_c
 from hyper_parallel.protocols import ModelSpec
 from hyper_parallel.protocols.configurable import ConfigMixin
 from hyper_parallel.recipes import qwen3_5 as qwen3_5_recipes
-from hyper_parallel.trainer.config import HyperTrainerConfig
+from hyper_parallel.trainer.config import LegacyTrainerArgs
 from hyper_parallel.trainer.config import parse_args as legacy_parse_args
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
 from hyper_parallel.trainer.legacy_mapping import config_manager, legacy_to_trainer_config
@@ -370,7 +370,7 @@ def test_model_spec_is_hidden_from_the_cli_but_kept_from_the_recipe(capsys):
 
 
 def test_debug_recipe_equals_the_debug_yaml():
-    legacy = legacy_to_trainer_config(legacy_parse_args(HyperTrainerConfig, [str(DEBUG_YAML)]))
+    legacy = legacy_to_trainer_config(legacy_parse_args(LegacyTrainerArgs, [str(DEBUG_YAML)]))
     recipe = qwen3_5_recipes.debug()
     assert recipe.to_dict() == legacy.to_dict()
     assert config_types(recipe) == config_types(legacy)
@@ -400,7 +400,7 @@ def test_recipe_registry_lists_the_debug_recipe():
 )
 def test_legacy_yaml_through_the_manager_equals_legacy_to_trainer_config(overrides):
     argv = [str(DEBUG_YAML), *overrides]
-    expected = legacy_to_trainer_config(legacy_parse_args(HyperTrainerConfig, argv))
+    expected = legacy_to_trainer_config(legacy_parse_args(LegacyTrainerArgs, argv))
     got = parse(*argv)
     assert isinstance(got, TrainerConfig)
     assert got.to_dict() == expected.to_dict()
