@@ -10,7 +10,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s tests             # tests(torch), tests(mindspore): pytest -n auto (slow excluded; see `nox -s slow`)
     nox -s "parity_update(torch)"   # regenerate one backend's goldens, serially, printing their diffs
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
-    nox -s selfcheck         # plant the divergences of parity/plants.py; how many does the suite catch?
+    nox -s selfcheck         # plant the divergences of parity/tools/plants.py; how many does the suite catch?
 """
 
 from __future__ import annotations

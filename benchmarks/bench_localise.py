@@ -8,7 +8,7 @@ alternating which goes first:
 
 - **plain**: each trainer (legacy, then new) built from the recipe's YAML and run for ``k``
   steps (a callback leaves the loop after step ``k``; ``max_steps`` is unchanged), no capture;
-- **localise**: ``parity.localise.localise_recipe(recipe)``: both trainers in lockstep with the
+- **localise**: ``parity.tools.localise.localise_recipe(recipe)``: both trainers in lockstep with the
   per-step capture, stopping at the first divergent step (which must be ``k``).
 
 Plain runs are warmed up first, and so is the localiser (its two worker threads pay the
@@ -66,7 +66,7 @@ def _plain(side: str, overrides: tuple[str, ...], k: int) -> tuple[float, float,
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
     from parity.env import get_platform, seed_all
     from parity.legacy_driver import legacy_args
-    from parity.localise import remove_tree
+    from parity.tools.localise import remove_tree
 
     platform = get_platform()
     tmp = tempfile.mkdtemp(prefix="bench-localise-")
@@ -125,8 +125,8 @@ def main() -> int:
     quiet_third_party(False)
     numerics.apply()
     from parity.env import ensure_deterministic, get_platform
-    from parity.localise import localise_recipe
     from parity.suites.e2e_trainer import RECIPES
+    from parity.tools.localise import localise_recipe
 
     ensure_deterministic(get_platform())
     spec = RECIPES[args.recipe]

@@ -21,7 +21,9 @@ once; cases without one are spread freely. It is not part of the id either.
 
 ``localise`` (tier A only) is called as ``localise(**params)`` when the case fails: it says where
 the two sides first diverged (an object with ``to_dict()`` holding ``line`` and ``evidence``, or
-such a mapping; see ``parity.localise``). The engine puts it into the failure report, and
+such a mapping; see ``parity.tools.localise``). It is a callable or a ``"module:function"``
+reference, imported only when called: that is how a suite names a tool without the core
+importing the tools. The engine puts it into the failure report, and
 ``python -m parity bisect CASE_ID`` runs it on demand. Not part of the id.
 """
 
@@ -81,6 +83,34 @@ def make_case_id(kind: str, name: str, params: Mapping[str, Any]) -> str:
     return case_id
 
 
+class LazyCallable:
+    """A ``"module:function"`` reference, imported on first call (a suite's localiser names a tool
+    this way, so the core never imports ``parity.tools``)."""
+
+    def __init__(self, ref: str) -> None:
+        module, _, attr = ref.partition(":")
+        if (
+            not module
+            or not attr
+            or not all(_NAME_RE.fullmatch(p) for p in (*module.split("."), *attr.split(".")))
+        ):
+            raise ValueError(f"callable reference {ref!r}: expected 'package.module:function'")
+        self.ref = ref
+        self._target: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._target is None:
+            module, _, attr = self.ref.partition(":")
+            target: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                target = getattr(target, part)
+            self._target = target
+        return self._target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyCallable({self.ref!r})"
+
+
 @dataclass(frozen=True)
 class Case:
     """One registered check. Build it through ``Registry.pair`` or ``Registry.golden``."""
@@ -96,7 +126,7 @@ class Case:
     strategies: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
     tags: tuple[str, ...] = field(default=(), compare=False)
     share: str | None = field(default=None, compare=False)
-    localise: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    localise: Callable[..., Any] | str | None = field(default=None, repr=False, compare=False)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -139,6 +169,8 @@ class Case:
             raise ValueError(
                 f"case {self.name!r}: a localiser compares two sides; only tier A cases take one"
             )
+        if isinstance(self.localise, str):
+            object.__setattr__(self, "localise", LazyCallable(self.localise))
         if self.localise is not None and not callable(self.localise):
             raise TypeError(
                 f"case {self.name!r}: localise must be callable, got {type(self.localise).__name__}"
@@ -195,7 +227,7 @@ class Registry:
         strategies: Mapping[str, Any] | None = None,
         tags: tuple[str, ...] = (),
         share: str | None = None,
-        localise: Callable[..., Any] | None = None,
+        localise: Callable[..., Any] | str | None = None,
     ) -> Case:
         """Register a tier A case: ``legacy(**params, **drawn)`` vs ``new(**params, **drawn)``;
         ``localise(**params)``, when given, names where a failure first diverged."""

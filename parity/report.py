@@ -5,7 +5,7 @@ mismatch count, max |diff|, max ULP distance, both values in hex, and a one-line
 reproduces it (with the hypothesis blob when the inputs were generated). JSON reports live under
 ``parity/reports/<backend>/<platform>/<case_id>.json`` (gitignored) and are written atomically.
 A tier A case with a localiser adds where its two sides first diverged (``localisation``: the
-greppable ``first divergence: ...`` line, evidence, and what ``parity.html_report`` plots).
+greppable ``first divergence: ...`` line, evidence, and what ``parity.tools.html_report`` plots).
 ``python -m parity run`` also writes ``parity/reports/last_run.json``: every case of the run with
 its status and time (``load_run_summary``).
 """
@@ -53,7 +53,7 @@ class ParityReport:
     hypothesis: dict[str, str] | None = None  # version, blob, falsifying example
     # The golden was recorded in another environment: one line naming the fields (parity.golden).
     environment: str | None = None
-    # Where the two sides first diverged (``parity.localise.Localisation.to_dict()``), tier A only.
+    # Where the two sides first diverged (``parity.tools.localise.Localisation.to_dict()``), tier A only.
     localisation: dict[str, Any] | None = None
     fingerprint: dict[str, Any] | None = None  # the environment this run checked in (parity.env)
 

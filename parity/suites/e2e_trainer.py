@@ -12,7 +12,7 @@ consumed, metric records, the final checkpoint (model, optimizer, scheduler, RNG
 state) and the HF export. An artifact that cannot be read becomes an error of its own case only:
 one missing checkpoint file must not turn the loss comparison into an error too.
 
-Every pair case has a localiser (``localise_pair``): when one fails, ``parity.localise`` replays
+Every pair case has a localiser (``LOCALISER``): when one fails, ``parity.tools.localise`` replays
 the recipe on both trainers in lockstep and names the first step, phase, artifact and component
 that differ; the report carries that, plus the loss, grad norm and LR curves of the case's runs.
 
@@ -681,27 +681,8 @@ def new_curve(*, recipe: str) -> dict[str, Any]:
 
 
 _SEED = 42
-_LOCALISED: dict[str, tuple[int, dict[str, Any]]] = {}
-
-
-def localise_pair(*, recipe: str, artifact: str) -> dict[str, Any]:
-    """Where the recipe's two trainers first diverge (``parity.localise.localise_recipe``).
-
-    One replay per recipe (the eight artifact cases of a failing recipe share it) until the run
-    cache is cleared. ``curves`` are those of the case's own runs (every step) when they are
-    cached, else the replay's (up to the divergent step). ``artifact`` names the failing case only.
-    """
-    from parity.localise import localise_recipe
-
-    cached = _LOCALISED.get(recipe)
-    if cached is None or cached[0] != _recipe_run.generation:
-        cached = (_recipe_run.generation, localise_recipe(recipe, seed=_SEED).to_dict())
-        _LOCALISED[recipe] = cached
-    data = {**cached[1], "case_artifact": artifact}
-    curves = _cached_curves(recipe)
-    if curves is not None:
-        data["curves"] = curves
-    return data
+# Resolved only when a pair fails: the localiser is a tool (``parity.tools``), not part of the core.
+LOCALISER = "parity.tools.localise:localise_pair"
 
 
 def _cached_curves(recipe: str) -> dict[str, Any] | None:
@@ -747,7 +728,7 @@ for _recipe in RECIPES:
             legacy=legacy_side,
             new=new_side,
             share=f"e2e:{_recipe}",
-            localise=localise_pair,
+            localise=LOCALISER,
         )
     REGISTRY.golden(
         "hyper_trainer_curve",

@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 
 from parity.cli import main
-from parity.html_report import write_html
 from parity.suites import e2e_trainer as e2e
+from parity.tools.html_report import write_html
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAILING = "e2e.trainer_e2e-artifact=losses-recipe=preset"

@@ -1,4 +1,4 @@
-"""``parity.localise``: a failed end-to-end pair names the first step, phase, artifact and component.
+"""``parity.tools.localise``: a failed end-to-end pair names the first step, phase, artifact and component.
 
 Every plant changes bits on every machine (a constant factor, a changed token, another eps), on
 the new side only, on the cheap ``preset`` recipe (7 steps, 4 micro-batches a step). The run
@@ -19,9 +19,9 @@ from parity import golden
 from parity.cases import Case, Registry
 from parity.cli import main
 from parity.engine import Engine
-from parity.localise import PHASES, localise_recipe
 from parity.suites import REGISTRY
 from parity.suites import e2e_trainer as e2e
+from parity.tools.localise import PHASES, localise_recipe
 
 LINE_RE = re.compile(r"^first divergence: step (\d+), (\w+), (\S+) -> component (\S+)$")
 
@@ -211,7 +211,9 @@ def test_a_failing_e2e_case_carries_its_localisation_in_text_and_json(fresh_runs
     assert data["fingerprint"]["backend"] == "torch" and "seconds" not in data  # reports do not vary by run
     # The other artifacts of the recipe reuse the same replay.
     replays = []
-    monkeypatch.setattr("parity.localise.localise_recipe", lambda *a, **k: replays.append(a) or pytest.fail())
+    monkeypatch.setattr(
+        "parity.tools.localise.localise_recipe", lambda *a, **k: replays.append(a) or pytest.fail()
+    )
     other = engine.check(REGISTRY.get("e2e.trainer_e2e-artifact=grad_norms-recipe=preset"), "torch")
     assert line in other.message and not replays
 

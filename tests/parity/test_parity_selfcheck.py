@@ -18,8 +18,8 @@ import pytest
 from rich.console import Console
 
 from parity.cli import main
-from parity.plants import CATEGORIES, PLANTS, Plant, PlantError, catalogue_problems, select
-from parity.selfcheck_runner import RunResult, SelfCheck, _failed_cases, classify, run_suite
+from parity.tools.plants import CATEGORIES, PLANTS, Plant, PlantError, catalogue_problems, select
+from parity.tools.selfcheck_runner import RunResult, SelfCheck, _failed_cases, classify, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
 

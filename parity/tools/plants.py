@@ -3,7 +3,7 @@
 A green ``python -m parity run`` should mean "no divergence a refactor could plausibly introduce".
 Each :class:`Plant` below is one such divergence, written as a single-edit text patch: in
 ``file`` (repo-relative), the snippet ``old`` (it must occur exactly once) becomes ``new``. The
-self-check (``parity.selfcheck_runner``) copies the project, applies one plant, runs the suite
+self-check (``parity.tools.selfcheck_runner``) copies the project, applies one plant, runs the suite
 there and records which cases went red.
 
 ``expected`` says what a good suite does with it:

@@ -10,7 +10,7 @@ The page holds, with no external resource (styles inline, images as ``data:image
   LR per step with the divergence step marked, and a heat map of where the first diverging
   tensor's elements differ (ULP distance; block maxima when the tensor is large), drawn with
   matplotlib's Agg backend from what the JSON report stores (``localisation.curves`` and
-  ``localisation.tensor``, see ``parity.localise``).
+  ``localisation.tensor``, see ``parity.tools.localise``).
 
 It reads JSON only: it neither imports the framework nor reruns anything.
 """

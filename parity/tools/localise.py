@@ -631,6 +631,30 @@ def localise_recipe(recipe: str, *, seed: int = 42) -> Localisation:
         remove_tree(tmp)
 
 
+_LOCALISED: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+def localise_pair(*, recipe: str, artifact: str) -> dict[str, Any]:
+    """The localiser of the e2e pairs (``parity.suites.e2e_trainer.LOCALISER``): where the
+    recipe's two trainers first diverge.
+
+    One replay per recipe (the eight artifact cases of a failing recipe share it) until the run
+    cache is cleared. ``curves`` are those of the case's own runs (every step) when they are
+    cached, else the replay's (up to the divergent step). ``artifact`` names the failing case only.
+    """
+    from parity.suites.e2e_trainer import _SEED, _cached_curves, _recipe_run
+
+    cached = _LOCALISED.get(recipe)
+    if cached is None or cached[0] != _recipe_run.generation:
+        cached = (_recipe_run.generation, localise_recipe(recipe, seed=_SEED).to_dict())
+        _LOCALISED[recipe] = cached
+    data = {**cached[1], "case_artifact": artifact}
+    curves = _cached_curves(recipe)
+    if curves is not None:
+        data["curves"] = curves
+    return data
+
+
 def remove_tree(path: str, attempts: int = 50) -> None:
     """``shutil.rmtree``, retried while something still writes there: a side stopped right after a
     checkpoint save may leave the trainer's background commit finishing that folder."""

@@ -1,6 +1,6 @@
 """``python -m parity selfcheck``: plant divergences and measure how many the suite catches.
 
-For each plant of ``parity.plants`` (or the ones named with ``--plant``):
+For each plant of ``parity.tools.plants`` (or the ones named with ``--plant``):
 
 1. the project (everything the suite reads: ``hyper_parallel/``, ``parity/`` with its goldens and
    assets, ``examples/``, ``scripts/``, ...) is copied from one snapshot taken at the start into a
@@ -53,7 +53,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from parity.plants import PLANTS, Plant, PlantError, select
+from parity.tools.plants import PLANTS, Plant, PlantError, select
 
 __all__ = [
     "OUTCOMES",
@@ -136,7 +136,7 @@ class ProbeError(RuntimeError):
 
 def project_root() -> Path:
     """The project this ``parity`` package belongs to (the folder holding ``parity/``)."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def default_jobs() -> int:
