@@ -8,7 +8,8 @@ Every run gets ``PYTHONHASHSEED=0``.
 
     nox -s parity            # parity(torch), parity(mindspore), parity(cross): the main job
     nox -s tests             # tests(torch), tests(mindspore): pytest -n auto (slow excluded; see `nox -s slow`)
-    nox -s "parity_update(torch)"   # regenerate one backend's goldens, serially, printing their diffs
+    nox -s parity_update     # regenerate every backend's goldens (torch, then MindSpore): one combined review
+    nox -s "parity_update(torch)"   # one backend's goldens, serially, with a review of each change
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
     nox -s selfcheck         # plant the divergences of parity/tools/plants.py; how many does the suite catch?
 """
@@ -71,10 +72,15 @@ def parity(session: nox.Session, run: str) -> None:
 @nox.session(reuse_venv=True)
 @nox.parametrize("backend", [nox.param(b, id=b) for b in BACKENDS])
 def parity_update(session: nox.Session, backend: str) -> None:
-    """Regenerate one backend's goldens serially and print a unified diff of each one that changes."""
+    """Regenerate one backend's goldens serially and print a review of each one that changes.
+
+    ``nox -s parity_update`` runs torch, then MindSpore (the order of ``BACKENDS``); the last one
+    ends with the combined review of every backend updated on this tree.
+    """
     _install_project(session, backend)
+    last = ["--combined"] if backend == BACKENDS[-1] else []
     session.run(
-        "python", "-m", "parity", "update", "--backend", backend, *session.posargs,
+        "python", "-m", "parity", "update", "--backend", backend, *last, *session.posargs,
         env={**ENV, "HYPER_PARALLEL_PLATFORM": backend},
     )  # fmt: skip
 
