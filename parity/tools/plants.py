@@ -2,7 +2,12 @@
 
 A green ``python -m parity run`` should mean "no divergence a refactor could plausibly introduce".
 Each :class:`Plant` below is one such divergence, written as a single-edit text patch: in
-``file`` (repo-relative), the snippet ``old`` (it must occur exactly once) becomes ``new``. The
+``file`` (repo-relative), inside ``function`` (the qualified name of the function or method it
+lives in, ``HyperTrainer._init_dataloader``, or of a module-level constant), the snippet ``old``
+(it must occur exactly once there) becomes ``new``. The function is found with ``ast``, not by
+line numbers, so moving code around a plant keeps it applying; a refactor that renames or moves
+the function, or duplicates the snippet inside it, breaks it with the plant, file and function
+named. The
 self-check (``parity.tools.selfcheck_runner``) copies the project, applies one plant, runs the suite
 there and records which cases went red.
 
@@ -20,13 +25,14 @@ new mapping or the platform the components call: the most valuable plants), ``le
 tier B goldens can catch those). ``needs`` names the case that catches it (or would, for a plant
 that survives today): it is what the report prints next to a survivor.
 
-Adding a plant: append a ``_plant(...)`` to ``PLANTS`` (anchor ``old`` on stable code, a line or
-a few, exactly once in the file), then run ``python -m parity selfcheck --plant <name>``;
+Adding a plant: append a ``_plant(...)`` to ``PLANTS`` (``function=`` the function it lives in,
+``old`` a line or a few, exactly once in that function), then run ``python -m parity selfcheck --plant <name>``;
 ``tests/parity/test_parity_selfcheck.py`` checks that every snippet still applies.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +75,40 @@ class PlantError(ValueError):
     """A plant that cannot be applied (its snippet is missing or ambiguous); one line."""
 
 
+def scope_spans(text: str) -> dict[str, list[tuple[int, int]]]:
+    """Qualified name -> (start, end) character spans of every function, method and class (whole
+    lines, decorators included) and of every module-level ``NAME = ...`` in ``text``; functions
+    nested in a function are part of it (they have no stable name of their own)."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans: dict[str, list[tuple[int, int]]] = {}
+
+    def add(name: str, node: ast.stmt) -> None:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        spans.setdefault(name, []).append((starts[first - 1], starts[node.end_lineno or node.lineno]))
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                add(prefix + node.name, node)
+            elif isinstance(node, ast.ClassDef):
+                add(prefix + node.name, node)
+                walk(node.body, f"{prefix}{node.name}.")
+            elif not prefix and isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        add(target.id, node)
+
+    walk(ast.parse(text).body, "")
+    return spans
+
+
 @dataclass(frozen=True)
 class Plant:
-    """One planted divergence: in ``file``, the only occurrence of ``old`` becomes ``new``."""
+    """One planted divergence: in ``file``, inside ``function``, the only occurrence of ``old``
+    becomes ``new``."""
 
     name: str
     category: str
@@ -82,17 +119,43 @@ class Plant:
     models: str
     expected: str = "caught"
     needs: str = ""
+    function: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.function} ({self.file})" if self.function else self.file
+
+    def span(self, text: str) -> tuple[int, int]:
+        """Where ``function`` lies in ``text`` (the whole text for a plant without one)."""
+        if not self.function:
+            return 0, len(text)
+        try:
+            spans = scope_spans(text).get(self.function, [])
+        except SyntaxError as exc:
+            raise PlantError(
+                f"plant {self.name}: {self.file} does not parse ({exc.msg}, line {exc.lineno})"
+            ) from None
+        if len(spans) != 1:
+            found = "is not found" if not spans else f"is defined {len(spans)} times"
+            raise PlantError(
+                f"plant {self.name}: function {self.function} {found} in {self.file}; "
+                "re-anchor the plant (its file= and function=) on the current code"
+            )
+        return spans[0]
 
     def apply_text(self, text: str) -> str:
-        """``text`` with the plant applied; ``PlantError`` unless ``old`` occurs exactly once."""
-        count = text.count(self.old)
+        """``text`` with the plant applied; ``PlantError`` unless ``old`` occurs exactly once in
+        ``function``."""
+        start, end = self.span(text)
+        segment = text[start:end]
+        count = segment.count(self.old)
         if count != 1:
-            where = "is not found" if count == 0 else f"occurs {count} times"
+            found = "is not found" if count == 0 else f"occurs {count} times"
             raise PlantError(
-                f"plant {self.name}: its old snippet {where} in {self.file} (expected exactly once); "
+                f"plant {self.name}: its old snippet {found} in {self.where} (expected exactly once); "
                 "re-anchor it on the current code"
             )
-        return text.replace(self.old, self.new, 1)
+        return text[:start] + segment.replace(self.old, self.new, 1) + text[end:]
 
     def apply(self, root: str | Path) -> Path:
         """Patch ``root / file`` in place; returns the patched path."""
@@ -114,8 +177,9 @@ def _plant(
     *,
     expected: str = "caught",
     needs: str = "",
+    function: str = "",
 ) -> Plant:
-    return Plant(name, category, side, file, old, new, models, expected, needs)
+    return Plant(name, category, side, file, old, new, models, expected, needs, function)
 
 
 OPT = "hyper_parallel/components/optimizer.py"
@@ -143,6 +207,7 @@ PLANTS: tuple[Plant, ...] = (
         "optimizers=self.optimizer, training_steps=self.config.training.steps",
         "LR warmup and cosine horizon from the YAML max_steps, not the one the dataset changed",
         needs="an e2e pair on hf/json or preset_pt data, where the dataset changes max_steps",
+        function="HyperTrainer._init_optimizer",
     ),
     _plant(
         "hazard_max_steps_not_from_dataset",
@@ -153,6 +218,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.state.max_steps = int(training.steps)",
         "the trainer ignores the dataloader's changed training_steps (hf shrink, preset_pt reset)",
         needs="an e2e pair on hf/json data whose rows give fewer steps than train.max_steps",
+        function="HyperTrainer._init_dataloader",
     ),
     _plant(
         "hazard_hf_shrink_dropped",
@@ -163,6 +229,7 @@ PLANTS: tuple[Plant, ...] = (
         "        self.training_steps = training_steps\n",
         "the HF dataloader does not shrink max_steps to the full global batches the data holds",
         needs="dataloader_hf_text (training_steps 100 -> 24)",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "hazard_legacy_warmup_from_yaml",
@@ -173,6 +240,7 @@ PLANTS: tuple[Plant, ...] = (
         "        total = self.args.train.max_steps\n",
         "legacy 'fix': the LR horizon read from the YAML instead of the dataset-changed state",
         needs="lrsched_dataset_shrunk (preset_pt resets state.max_steps to the YAML value anyway)",
+        function="BaseTrainer._build_lr_scheduler",
     ),
     _plant(
         "hazard_foreach_default_on",
@@ -183,6 +251,7 @@ PLANTS: tuple[Plant, ...] = (
         '"foreach": True if cfg.foreach is None else cfg.foreach,',
         "foreach defaulted on in the component (absent from the legacy schema, which passes None)",
         needs="optim_groups (the foreach hyperparameter of each group)",
+        function="_adamw_kwargs",
     ),
     _plant(
         "hazard_legacy_foreach_pinned",
@@ -193,6 +262,7 @@ PLANTS: tuple[Plant, ...] = (
         "eps=eps, foreach=False",
         "legacy 'fix': foreach pinned to the for-loop implementation",
         needs="optim_groups, trainer_e2e param_groups",
+        function="BaseTrainer._build_optimizer",
     ),
     _plant(
         "hazard_tied_counted_twice",
@@ -203,6 +273,7 @@ PLANTS: tuple[Plant, ...] = (
         "for name, param in part.named_parameters(remove_duplicate=False):\n            if not param.requires_grad:",
         "a tied parameter (lm_head = embed_tokens) grouped twice, once per name",
         needs="optim_groups on the tied debug model",
+        function="split_decay_groups",
     ),
     _plant(
         "hazard_shared_param_counted_twice",
@@ -213,6 +284,7 @@ PLANTS: tuple[Plant, ...] = (
         "if not param.requires_grad:",
         "the seen-set dropped: a parameter shared between model parts is grouped once per part",
         needs="an optimizer-grouping pair over several model parts sharing a parameter",
+        function="split_decay_groups",
     ),
     _plant(
         "hazard_legacy_tied_counted_twice",
@@ -224,6 +296,7 @@ PLANTS: tuple[Plant, ...] = (
         "            if not param.requires_grad:",
         "legacy grouping lists the tied parameter under both of its names",
         needs="optim_groups, legacy_debug_param_groups",
+        function="BaseTrainer._build_optimizer",
     ),
     _plant(
         "hazard_first_step_nonzero_lr",
@@ -234,6 +307,7 @@ PLANTS: tuple[Plant, ...] = (
         "return (step + 1) / max(1, warmup)",
         "warmup off by one: the first step runs at lr/W instead of lr 0",
         needs="lrsched_grid",
+        function="lr_factor",
     ),
     _plant(
         "hazard_tokens_counted_shifted",
@@ -244,6 +318,7 @@ PLANTS: tuple[Plant, ...] = (
         "return int((shift_labels(labels, ignore_index) != ignore_index).sum())",
         "loss tokens counted on the shifted labels (the model shifts, the legacy count does not)",
         needs="an e2e pair on data with ignored or padded labels (dummy data gives every micro-batch the same count)",
+        function="count_loss_tokens",
     ),
     _plant(
         "hazard_legacy_tokens_counted_shifted",
@@ -254,6 +329,7 @@ PLANTS: tuple[Plant, ...] = (
         "return int((labels[..., 1:] != IGNORE_INDEX).sum())",
         "legacy 'fix': tokens counted on the labels the model actually scores (shifted)",
         needs="an e2e pair on data with ignored or padded labels (dummy data gives every micro-batch the same count)",
+        function="count_loss_token",
     ),
     _plant(
         "hazard_dp_rank_modulo",
@@ -264,6 +340,7 @@ PLANTS: tuple[Plant, ...] = (
         "return global_rank % non_dp_size",
         "dp rank taken as the rank inside the tp*cp*pp*ep group instead of rank // (tp*cp*pp*ep)",
         needs="dataloader_dummy_golden (world 4, tp 2, rank 2), dataloader_hf_text (world 2, rank 1)",
+        function="data_parallel_rank",
     ),
     _plant(
         "hazard_dp_rank_global_rank",
@@ -274,6 +351,7 @@ PLANTS: tuple[Plant, ...] = (
         "dp_rank=get_platform().get_rank(),",
         "the trainer gives the dataloader the global rank as dp rank",
         needs="trainer_dp_rank (HyperTrainer init steps 1-3 on every rank of a faked world, tp 2 / tp 2 cp 2)",
+        function="HyperTrainer._init_dataloader",
     ),
     _plant(
         "hazard_legacy_dp_rank_by_dp_size",
@@ -284,6 +362,7 @@ PLANTS: tuple[Plant, ...] = (
         "dp_rank = rank // dp_size if dp_size > 1 else rank",
         "legacy dp rank divided by the dp size instead of the non-dp size",
         needs="legacy_dummy_batches (dp 2, rank 1)",
+        function="BaseTrainer._build_dataloader",
     ),
     # ------------------------------------------------------------------ optimizer
     _plant(
@@ -295,6 +374,7 @@ PLANTS: tuple[Plant, ...] = (
         '"lr": cfg.lr if cfg.lr > 0 else 1e-4,',
         "lr=0 replaced by the default (a falsy-default trap)",
         needs="optim_groups (lr 0.0)",
+        function="_adamw_kwargs",
     ),
     _plant(
         "optim_beta2_hardcoded",
@@ -305,6 +385,7 @@ PLANTS: tuple[Plant, ...] = (
         '"betas": (float(cfg.betas[0]), 0.999),',
         "beta2 left at AdamW's default",
         needs="optim_groups (beta2 0.95 / 0.5)",
+        function="_adamw_kwargs",
     ),
     _plant(
         "optim_eps_zero_replaced",
@@ -315,6 +396,7 @@ PLANTS: tuple[Plant, ...] = (
         '"eps": cfg.eps or 1e-8,',
         "eps=0 replaced by the default",
         needs="optim_groups (eps 0.0)",
+        function="_adamw_kwargs",
     ),
     _plant(
         "optim_no_decay_group_decays",
@@ -325,6 +407,7 @@ PLANTS: tuple[Plant, ...] = (
         '{"params": [p for _, p in no_decay], "weight_decay": config.weight_decay},',
         "weight decay applied to the no-decay group too",
         needs="optim_groups",
+        function="OptimizersContainer.__init__",
     ),
     _plant(
         "optim_keywords_case_sensitive",
@@ -335,6 +418,7 @@ PLANTS: tuple[Plant, ...] = (
         "(no_decay if any(k in name for k in decay_keywords) else decay)",
         "decay keywords matched against the name as written, not lower-cased",
         needs="an optimizer-grouping pair with mixed-case parameter names",
+        function="split_decay_groups",
     ),
     _plant(
         "optim_keyword_norm_dropped",
@@ -345,6 +429,7 @@ PLANTS: tuple[Plant, ...] = (
         'DEFAULT_DECAY_KEYWORDS: tuple[str, ...] = ("bias", "layernorm", "rmsnorm")',
         "'norm' dropped from the default no-decay keywords (model.norm, q_norm, k_norm decay)",
         needs="optim_groups",
+        function="DEFAULT_DECAY_KEYWORDS",
     ),
     _plant(
         "optim_in_backward_grad_kept",
@@ -355,6 +440,7 @@ PLANTS: tuple[Plant, ...] = (
         "        optimizer.step()\n",
         "the in-backward hook steps but does not free the gradient (it accumulates across steps)",
         needs="optim_in_backward_state",
+        function="_step_hook",
     ),
     _plant(
         "inert_fused_none_passed",
@@ -365,6 +451,7 @@ PLANTS: tuple[Plant, ...] = (
         '    kwargs["fused"] = cfg.fused\n',
         "fused passed even when None (AdamW's own default: the same param groups and steps)",
         expected="inert",
+        function="_adamw_kwargs",
     ),
     # ------------------------------------------------------------------ LR scheduler
     _plant(
@@ -376,6 +463,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.warmup_steps = int(training_steps * config.lr_warmup_ratio)",
         "warmup steps floored instead of ceiled (100 * 0.07 = 7.000000000000001)",
         needs="lrsched_grid",
+        function="LRSchedulersContainer.__init__",
     ),
     _plant(
         "lrsched_unknown_style_constant",
@@ -386,6 +474,7 @@ PLANTS: tuple[Plant, ...] = (
         'constant = decay_style != "cosine"',
         "an unknown decay style ('linear') treated as constant instead of cosine",
         needs="lrsched_grid (decay_style=linear)",
+        function="lr_factor",
     ),
     _plant(
         "lrsched_lr_min_as_ratio",
@@ -396,6 +485,7 @@ PLANTS: tuple[Plant, ...] = (
         "min_ratio = config.lr_min",
         "lr_min used as a ratio of the peak instead of an absolute floor",
         needs="lrsched_grid",
+        function="LRSchedulersContainer.__init__",
     ),
     _plant(
         "lrsched_cosine_clamped",
@@ -406,6 +496,7 @@ PLANTS: tuple[Plant, ...] = (
         "progress = min(1.0, (step - warmup) / max(1, total - warmup))",
         "cosine clamped past T (the legacy one rises again)",
         needs="lrsched_grid (steps past T)",
+        function="lr_factor",
     ),
     _plant(
         "lrsched_lr_max_zero_ignored",
@@ -416,6 +507,7 @@ PLANTS: tuple[Plant, ...] = (
         "lr = config.lr_max or _configured_lr(",
         "lr_max=0.0 treated as unset (falls back to the optimizer's lr)",
         needs="an LR pair with lr_max set (0.0 and another value)",
+        function="LRSchedulersContainer.__init__",
     ),
     _plant(
         "lrsched_warmup_steps_clamped",
@@ -426,6 +518,7 @@ PLANTS: tuple[Plant, ...] = (
         "            self.warmup_steps = min(config.warmup_steps, training_steps)\n",
         "explicit warmup_steps clamped to the horizon (the ratio path is not)",
         needs="an LR pair with warmup_steps > training_steps",
+        function="LRSchedulersContainer.__init__",
     ),
     _plant(
         "inert_warmup_steps_truthiness",
@@ -436,6 +529,7 @@ PLANTS: tuple[Plant, ...] = (
         "        if config.warmup_steps:\n            self.warmup_steps",
         "warmup_steps=0 falls to the ratio path, whose ratio must then be 0 too (ceil(T * 0) = 0)",
         expected="inert",
+        function="LRSchedulersContainer.__init__",
     ),
     _plant(
         "inert_configured_lr_from_defaults",
@@ -446,6 +540,7 @@ PLANTS: tuple[Plant, ...] = (
         'return first.defaults["lr"]',
         "min ratio relative to AdamW's defaults lr (the container builds AdamW with Config.lr)",
         expected="inert",
+        function="_configured_lr",
     ),
     # ------------------------------------------------------------------ loss
     _plant(
@@ -457,6 +552,7 @@ PLANTS: tuple[Plant, ...] = (
         "logits.view(-1, logits.shape[-1]),",
         "cross entropy in the logits' dtype (no float32 upcast)",
         needs="component_loss_vs_legacy (bfloat16)",
+        function="CrossEntropyLoss.__call__",
     ),
     _plant(
         "loss_chunked_no_upcast",
@@ -467,6 +563,7 @@ PLANTS: tuple[Plant, ...] = (
         "get_platform().log_softmax(chunk, dim=-1)",
         "chunked loss: log-softmax in the logits' dtype",
         needs="component_loss_vs_legacy (chunks=5, bfloat16)",
+        function="_picked_log_probs",
     ),
     _plant(
         "loss_shift_default_ignore_index",
@@ -477,6 +574,7 @@ PLANTS: tuple[Plant, ...] = (
         "shift = shift_labels(labels)\n",
         "labels shifted with the default -100 padding whatever ignore_index says",
         needs="a loss pair with ignore_index != -100",
+        function="CrossEntropyLoss.__call__",
     ),
     _plant(
         "loss_reduction_hardcoded",
@@ -487,6 +585,7 @@ PLANTS: tuple[Plant, ...] = (
         'reduction="mean",\n',
         "CrossEntropyLoss.Config.reduction ignored",
         needs="a loss pair with reduction=sum (against a legacy-equivalent sum)",
+        function="CrossEntropyLoss.__call__",
     ),
     _plant(
         "loss_chunked_ignore0_column",
@@ -497,6 +596,7 @@ PLANTS: tuple[Plant, ...] = (
         "column = 0",
         "chunked loss with ignore_index=0: the picked column collides with the ignore index",
         needs="a chunked loss pair with ignore_index=0",
+        function="ChunkedCELoss.__call__",
     ),
     _plant(
         "inert_loss_view_before_upcast",
@@ -507,6 +607,7 @@ PLANTS: tuple[Plant, ...] = (
         "logits.view(-1, logits.shape[-1]).float(),",
         "view then upcast instead of upcast then view (the same values and gradient)",
         expected="inert",
+        function="CrossEntropyLoss.__call__",
     ),
     _plant(
         "inert_chunk_size_floor",
@@ -517,6 +618,7 @@ PLANTS: tuple[Plant, ...] = (
         "size = max(1, rows // cfg.chunks)",
         "chunk size rounded down (more, smaller chunks; chunking is exact by construction)",
         expected="inert",
+        function="ChunkedCELoss.__call__",
     ),
     # ------------------------------------------------------------------ tokenizer
     _plant(
@@ -528,6 +630,7 @@ PLANTS: tuple[Plant, ...] = (
         "        else:\n",
         "the tokenizer's own pad token replaced by eos",
         needs="component_tokenizer_vs_legacy (variant=pad)",
+        function="HuggingFaceTokenizer._apply_pad_rule",
     ),
     _plant(
         "tok_config_pad_only_when_missing",
@@ -538,6 +641,7 @@ PLANTS: tuple[Plant, ...] = (
         "        if wanted is not None and hf.pad_token is None:\n",
         "Config.pad_token only applied when the tokenizer has no pad token of its own",
         needs="a tokenizer pair with pad_token set on a tokenizer that has a pad token",
+        function="HuggingFaceTokenizer._apply_pad_rule",
     ),
     _plant(
         "tok_trust_remote_code_forced",
@@ -548,6 +652,7 @@ PLANTS: tuple[Plant, ...] = (
         "path, trust_remote_code=True, local_files_only=True",
         "trust_remote_code forced on",
         needs="a tokenizer case that records the trust_remote_code AutoTokenizer receives",
+        function="HuggingFaceTokenizer.__init__",
     ),
     _plant(
         "legacy_tok_pad_always_eos",
@@ -558,6 +663,7 @@ PLANTS: tuple[Plant, ...] = (
         "        if True:\n",
         "legacy 'fix': pad always set to eos",
         needs="component_tokenizer_vs_legacy (variant=pad)",
+        function="LLMTrainer._build_model_assets",
     ),
     # ------------------------------------------------------------------ dataloader
     _plant(
@@ -569,6 +675,7 @@ PLANTS: tuple[Plant, ...] = (
         "shuffle=True,",
         "Config.shuffle ignored (always shuffled)",
         needs="dataloader_preset (shuffle=False)",
+        function="BaseDataLoader.__init__",
     ),
     _plant(
         "dl_seed_per_rank",
@@ -579,6 +686,7 @@ PLANTS: tuple[Plant, ...] = (
         "seed=self.seed + self.dp_rank,",
         "sampler seeded per dp rank (the legacy sampler shares one seed)",
         needs="dataloader_dummy (world 4, dp rank 1)",
+        function="BaseDataLoader.__init__",
     ),
     _plant(
         "dl_cutoff_off_by_one",
@@ -589,6 +697,7 @@ PLANTS: tuple[Plant, ...] = (
         "encoder, cutoff=self.seq_len + 1, text_key=cfg.text_key",
         "text truncated at seq_len + 1 (a label-shift allowance)",
         needs="dataloader_hf_text",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "dl_text_key_default",
@@ -599,6 +708,7 @@ PLANTS: tuple[Plant, ...] = (
         'text_key="text", data_type=cfg.type',
         "Config.text_key ignored",
         needs="a dataloader pair on a dataset whose text column is not 'text'",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "dl_template_dropped",
@@ -609,6 +719,7 @@ PLANTS: tuple[Plant, ...] = (
         "data_type=cfg.type",
         "Config.template ignored (always 'empty': masked alpaca)",
         needs="a json_file dataloader pair with template != empty",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "dl_train_size_zero_unset",
@@ -619,6 +730,7 @@ PLANTS: tuple[Plant, ...] = (
         "if cfg.train_size and cfg.train_size < len(raw):",
         "train_size=0 treated as unset",
         needs="a dataloader pair with train_size set (0 and a small value)",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "dl_subset_dropped",
@@ -629,6 +741,7 @@ PLANTS: tuple[Plant, ...] = (
         "load_raw_dataset(cfg.type, cfg.train_path, None, streaming=cfg.streaming)",
         "Config.subset ignored",
         needs="a dataloader pair on a dataset folder with configurations",
+        function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
         "dl_sampler_keeps_last",
@@ -639,6 +752,7 @@ PLANTS: tuple[Plant, ...] = (
         "            seed=self.seed,\n            drop_last=False,\n",
         "the sampler pads the last uneven split instead of dropping it",
         needs="a dataloader pair whose dataset does not split evenly over the dp ranks",
+        function="BaseDataLoader.__init__",
     ),
     _plant(
         "dl_grad_accum_ignores_dp",
@@ -649,6 +763,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.grad_accum = max(self.global_batch_size // self.local_batch_size, 1)",
         "grad accumulation ignores the dp world size",
         needs="dataloader_hf_text (world 2)",
+        function="BaseDataLoader.__init__",
     ),
     _plant(
         "dl_labels_padded_with_pad_id",
@@ -659,6 +774,7 @@ PLANTS: tuple[Plant, ...] = (
         'padded(item["labels"], pad_id)',
         "labels right-padded with the pad id instead of -100",
         needs="a dataloader pair whose micro-batches need padding",
+        function="_pad_collate",
     ),
     _plant(
         "dl_trailing_partial_dropped",
@@ -669,6 +785,7 @@ PLANTS: tuple[Plant, ...] = (
         "    del group  # the trailing partial group is dropped\n",
         "the trailing partial group of micro-batches is dropped",
         needs="an e2e or micro-batch pair whose epoch is not a whole number of global batches",
+        function="_grouped",
     ),
     _plant(
         "dl_dummy_samples_local_batch",
@@ -679,6 +796,7 @@ PLANTS: tuple[Plant, ...] = (
         "num_samples = int(training_steps) * self.local_batch_size",
         "dummy dataset sized by the micro batch instead of the global batch",
         needs="dataloader_dummy",
+        function="DummyDataLoader._build_dataset",
     ),
     _plant(
         "dl_dummy_seed_from_train_seed",
@@ -689,6 +807,7 @@ PLANTS: tuple[Plant, ...] = (
         "return DummyDataset(num_samples, self.seq_len, vocab, base_seed=self.seed)",
         "dummy samples follow train.seed (the legacy data is fixed at base seed 42)",
         needs="dataloader_dummy",
+        function="DummyDataLoader._build_dataset",
     ),
     _plant(
         "dl_preset_shrinks_to_data",
@@ -699,6 +818,7 @@ PLANTS: tuple[Plant, ...] = (
         "        self.training_steps = len(dataset) // self.global_batch_size\n",
         "preset_pt shrinks max_steps to the data like the HF path (the legacy resets it)",
         needs="dataloader_preset (training_steps)",
+        function="PresetPtDataLoader._build_dataset",
     ),
     _plant(
         "dl_rng_not_restored",
@@ -709,6 +829,7 @@ PLANTS: tuple[Plant, ...] = (
         "        batches = iter(self.loader)\n",
         "creating the loader iterator consumes a draw of the global RNG (not put back)",
         needs="trainer_e2e checkpoint (rng state)",
+        function="BaseDataLoader.micro_batch_iterator",
     ),
     _plant(
         "dl_prefetch_without_workers",
@@ -719,6 +840,7 @@ PLANTS: tuple[Plant, ...] = (
         "if config.prefetch_factor is not None:",
         "prefetch_factor passed without workers (the loader refuses it)",
         needs="a dataloader pair with prefetch_factor set and num_workers=0",
+        function="BaseDataLoader.__init__",
     ),
     _plant(
         "inert_pin_memory_on_cpu",
@@ -729,6 +851,7 @@ PLANTS: tuple[Plant, ...] = (
         "pin_memory=bool(config.pin_memory),",
         "pin_memory passed through on CPU (the loader warns and pins nothing; no value changes)",
         expected="inert",
+        function="BaseDataLoader.__init__",
     ),
     # ------------------------------------------------------------------ checkpoint
     _plant(
@@ -740,6 +863,7 @@ PLANTS: tuple[Plant, ...] = (
         "step, epoch = self._read_extra_state(path)[0], 0",
         "resume restores the step but not the epoch",
         needs="component_checkpoint_resume (epoch 1)",
+        function="CheckpointManager.load",
     ),
     _plant(
         "ckpt_rng_not_restored",
@@ -750,6 +874,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "resume does not restore the RNG state",
         needs="component_checkpoint_resume",
+        function="CheckpointManager.load",
     ),
     _plant(
         "ckpt_step_dir_zero_padded",
@@ -760,6 +885,7 @@ PLANTS: tuple[Plant, ...] = (
         'return os.path.join(self.config.output_dir, f"step_{step:04d}")',
         "checkpoint folders named step_0010 (output_dir layout)",
         needs="component_checkpoint_layout (today it aborts the whole run: DCP's CheckpointException is a BaseException the engine does not catch)",
+        function="CheckpointManager.step_dir",
     ),
     _plant(
         "ckpt_optimizer_file_name",
@@ -770,6 +896,7 @@ PLANTS: tuple[Plant, ...] = (
         'return f"optimizer_{rank}.pt"',
         "optimizer state written under another file name",
         needs="component_checkpoint_layout",
+        function="optimizer_file",
     ),
     _plant(
         "ckpt_periodic_export_skipped",
@@ -780,6 +907,7 @@ PLANTS: tuple[Plant, ...] = (
         "export = self.config.save_hf_weights and force",
         "save_hf_weights only honoured by forced saves (no HF export on the save_steps cadence)",
         needs="a checkpoint case comparing an intermediate step_<N>/hf_ckpt or the manifest's file list (train end exports into the newest folder after its commit)",
+        function="CheckpointManager.save",
     ),
     _plant(
         "ckpt_final_save_ignores_save_steps",
@@ -790,6 +918,7 @@ PLANTS: tuple[Plant, ...] = (
         "if step != self.last_saved_step:",
         "save_steps <= 0 still writes a final checkpoint at train end",
         needs="an e2e pair with save_steps=0 that compares the output folder",
+        function="CheckpointManager.save_final",
     ),
     _plant(
         "ckpt_async_on_forced_save",
@@ -800,6 +929,7 @@ PLANTS: tuple[Plant, ...] = (
         "async_save = self.config.save_async",
         "a forced save goes async when save_async is on",
         needs="a checkpoint pair with save_async=True",
+        function="CheckpointManager.save",
     ),
     _plant(
         "ckpt_config_load_path_ignored",
@@ -810,6 +940,7 @@ PLANTS: tuple[Plant, ...] = (
         "path = load_path",
         "Config.load_path ignored by load()",
         needs="component_checkpoint_resume, user_callbacks (resumed run)",
+        function="CheckpointManager.load",
     ),
     _plant(
         "inert_ckpt_rng_restored_first",
@@ -828,6 +959,7 @@ PLANTS: tuple[Plant, ...] = (
         "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n",
         "RNG restored before the optimizer and scheduler (independent restores reordered)",
         expected="inert",
+        function="CheckpointManager.load",
     ),
     # ------------------------------------------------------------------ profiler
     _plant(
@@ -839,6 +971,7 @@ PLANTS: tuple[Plant, ...] = (
         "wait=cfg.warmup_steps,\n                warmup=cfg.wait_steps,",
         "profiler wait_steps and warmup_steps swapped",
         needs="a profiler pair (legacy ProfilerCallback vs Profiler: traced steps)",
+        function="Profiler.__enter__",
     ),
     _plant(
         "prof_active_off_by_one",
@@ -849,6 +982,7 @@ PLANTS: tuple[Plant, ...] = (
         "active=cfg.active_steps + 1,",
         "one active step too many",
         needs="a profiler pair (traced steps)",
+        function="Profiler.__enter__",
     ),
     _plant(
         "prof_never_stepped",
@@ -859,6 +993,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "the train loop never steps the profiler (enabled, but nothing is recorded)",
         needs="an e2e pair with train.profile.enabled",
+        function="HyperTrainer.train",
     ),
     # ------------------------------------------------------------------ metrics
     _plant(
@@ -870,6 +1005,7 @@ PLANTS: tuple[Plant, ...] = (
         "if (step - 1) % self.log_steps == 0:",
         "console/history cadence counted from step 1",
         needs="metrics_processor_vs_callbacks (history)",
+        function="MetricsProcessor.log",
     ),
     _plant(
         "metrics_throughput_always",
@@ -880,6 +1016,7 @@ PLANTS: tuple[Plant, ...] = (
         "if cfg.report_throughput is not None:",
         "report_throughput=False still reports throughput",
         needs="metrics_processor_vs_callbacks (throughput off)",
+        function="MetricsProcessor.build_record",
     ),
     _plant(
         "metrics_mfu_per_device",
@@ -890,6 +1027,7 @@ PLANTS: tuple[Plant, ...] = (
         "mfu = tflops / cfg.peak_tflops",
         "MFU against one device's peak_tflops instead of the world's",
         needs="metrics_processor_vs_callbacks (world 2)",
+        function="MetricsProcessor.build_record",
     ),
     _plant(
         "metrics_tb_on_wandb_cadence",
@@ -900,6 +1038,7 @@ PLANTS: tuple[Plant, ...] = (
         "if self._writer is not None and self._sink_due(step, self.config.wandb):",
         "TensorBoard written on the W&B log_steps (copy-paste)",
         needs="metrics_processor_vs_callbacks (TensorBoard scalars)",
+        function="MetricsProcessor.log",
     ),
     _plant(
         "metrics_tb_step_zero_based",
@@ -910,6 +1049,7 @@ PLANTS: tuple[Plant, ...] = (
         "self._writer.add_scalar(tag, value, step - 1)",
         "TensorBoard scalars at 0-based steps",
         needs="metrics_processor_vs_callbacks (TensorBoard scalars)",
+        function="MetricsProcessor.log",
     ),
     _plant(
         "metrics_wandb_run_name",
@@ -920,6 +1060,7 @@ PLANTS: tuple[Plant, ...] = (
         "name=wb.project,",
         "W&B run named after the project",
         needs="a metrics pair on W&B offline run files",
+        function="MetricsProcessor._open_wandb",
     ),
     _plant(
         "metrics_lr_format",
@@ -930,6 +1071,7 @@ PLANTS: tuple[Plant, ...] = (
         '("lr", format(record["lr"], ".3e")),',
         "console line prints lr with three decimals",
         needs="metrics_processor_vs_callbacks (console lines)",
+        function="format_log_line",
     ),
     _plant(
         "metrics_min_step_time",
@@ -940,6 +1082,7 @@ PLANTS: tuple[Plant, ...] = (
         "_MIN_STEP_TIME = 1e-6",
         "another floor for a zero step time",
         needs="metrics_processor_vs_callbacks (a step of zero time)",
+        function="_MIN_STEP_TIME",
     ),
     # ------------------------------------------------------------------ legacy -> new mapping
     _plant(
@@ -951,6 +1094,7 @@ PLANTS: tuple[Plant, ...] = (
         '_rule("train.logging.report_to", "metrics.report_to", transform=lambda v: [v]),',
         "report_to mapped to a list (TrainingArguments style) instead of the legacy string",
         needs="a metrics pair that compares the W&B run config (report_to)",
+        function="FIELD_MAP",
     ),
     _plant(
         "map_tokenizer_weights_fallback_lost",
@@ -961,6 +1105,7 @@ PLANTS: tuple[Plant, ...] = (
         '_put(tree, "tokenizer.path", args.model.tokenizer_path)',
         "tokenizer path no longer falls back to model.weights_path",
         needs="an e2e pair on hf data with the tokenizer given by model.weights_path",
+        function="legacy_to_trainer_config",
     ),
     # ------------------------------------------------------------------ HyperTrainer init steps
     _plant(
@@ -972,6 +1117,7 @@ PLANTS: tuple[Plant, ...] = (
         "seed=cfg.training.seed,",
         "step 1 (setup_distributed): debug.seed no longer overrides training.seed",
         needs="trainer_debug_seed (native debug recipe with debug.seed 13 vs legacy train.seed 13: initial weights)",
+        function="HyperTrainer._init_setup_distributed",
     ),
     _plant(
         "init_dataloader_seed_ignores_debug_seed",
@@ -982,6 +1128,7 @@ PLANTS: tuple[Plant, ...] = (
         "seed=training.seed,",
         "step 3 (dataloader): the data seed is training.seed while debug.seed seeds the generators",
         needs="trainer_debug_seed (the first step's micro-batches: the dummy data and the sampler follow the seed)",
+        function="HyperTrainer._init_dataloader",
     ),
     _plant(
         "init_tokenizer_vocab_unchecked",
@@ -992,6 +1139,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.tokenizer = cfg.tokenizer.build()",
         "step 2 (tokenizer): the tokenizer-vs-vocab size check is skipped",
         needs="a trainer case with a tokenizer larger than model.vocab_size (both refuse)",
+        function="HyperTrainer._init_tokenizer",
     ),
     _plant(
         "inert_model_config_unchecked",
@@ -1002,6 +1150,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "step 4 (model_config): the divisibility check skipped (it changes no field)",
         expected="inert",
+        function="HyperTrainer._init_model_config",
     ),
     _plant(
         "init_freeze_by_prefix",
@@ -1012,6 +1161,7 @@ PLANTS: tuple[Plant, ...] = (
         "if patterns and any(name.startswith(p) for p in patterns):",
         "step 5 (build_model): freeze_modules matched as prefixes, not substrings",
         needs="an e2e pair with model.freeze_modules",
+        function="HyperTrainer._init_build_model",
     ),
     _plant(
         "inert_protocol_unchecked",
@@ -1022,6 +1172,7 @@ PLANTS: tuple[Plant, ...] = (
         "    def _init_verify_protocol(self) -> None:\n        pass\n",
         "step 6 (verify_protocol): the module-protocol check skipped (a check only)",
         expected="inert",
+        function="HyperTrainer._init_verify_protocol",
     ),
     _plant(
         "init_parallelize_no_freeze",
@@ -1032,6 +1183,7 @@ PLANTS: tuple[Plant, ...] = (
         "freeze_modules=None,",
         "step 7 (parallelize): frozen modules not passed to parallelize_fn (FSDP2 groups and dtypes)",
         needs="a multi-rank e2e pair with freeze_modules and mixed precision",
+        function="HyperTrainer._init_parallelize",
     ),
     _plant(
         "init_materialize_linear_default",
@@ -1042,6 +1194,7 @@ PLANTS: tuple[Plant, ...] = (
         "nn.init.kaiming_uniform_(local, a=5**0.5)",
         "step 8 (materialize): model.init_weights uses nn.Linear's a=sqrt(5) (the legacy uses a=0)",
         needs="trainer_e2e losses",
+        function="Qwen3_5ForCausalLM.init_weights",
     ),
     _plant(
         "init_scheduler_primed",
@@ -1052,6 +1205,7 @@ PLANTS: tuple[Plant, ...] = (
         "        self.loss_fn = cfg.loss.build()\n        self.lr_scheduler.step()\n",
         "step 9 (optimizer): the scheduler stepped once at build (the first step is not at lr 0)",
         needs="trainer_e2e lr_curve",
+        function="HyperTrainer._init_optimizer",
     ),
     _plant(
         "init_weights_not_loaded",
@@ -1062,6 +1216,7 @@ PLANTS: tuple[Plant, ...] = (
         "            pass  # initial weights not loaded\n",
         "step 10 (checkpoint): training.weights_path is not loaded",
         needs="a suite case training from initial weights (model.weights_path); the pair in tests/ is not in the suite",
+        function="HyperTrainer._init_checkpoint",
     ),
     _plant(
         "init_log_history_detached",
@@ -1072,6 +1227,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "step 11 (metrics_profiler): state.log_history no longer receives the logged records",
         needs="trainer_e2e metrics",
+        function="HyperTrainer._init_metrics_profiler",
     ),
     # ------------------------------------------------------------------ HyperTrainer train step
     _plant(
@@ -1083,6 +1239,7 @@ PLANTS: tuple[Plant, ...] = (
         "scaled = loss / num_micro",
         "gradient accumulation averages micro-batch means instead of weighting them by tokens",
         needs="an e2e pair on data with unequal token counts per micro-batch (padding, masked prompts)",
+        function="HyperTrainer.forward_backward_step",
     ),
     _plant(
         "step_report_unweighted",
@@ -1093,6 +1250,7 @@ PLANTS: tuple[Plant, ...] = (
         "loss_sum += value",
         "reported loss sums micro-batch means without token weights",
         needs="trainer_e2e losses",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_first_micro_batch_count",
@@ -1103,6 +1261,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.forward_backward_step(mb, counts[0], global_tokens, num_micro=n)",
         "every micro-batch weighted by the first one's token count",
         needs="an e2e pair on data with unequal token counts per micro-batch",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_clip_decay_group_only",
@@ -1113,6 +1272,7 @@ PLANTS: tuple[Plant, ...] = (
         'clip(self.optimizer.param_groups[0]["params"], self.config.training.max_norm)',
         "gradient clipping (and the grad norm) over the decay group only",
         needs="trainer_e2e grad_norms",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_scheduler_before_optimizer",
@@ -1123,6 +1283,7 @@ PLANTS: tuple[Plant, ...] = (
         "        self.lr_scheduler.step()\n        self.optimizer.step()\n",
         "scheduler stepped before the optimizer",
         needs="trainer_e2e losses",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_zero_grad_dropped",
@@ -1133,6 +1294,7 @@ PLANTS: tuple[Plant, ...] = (
         "        self.lr_scheduler.step()\n",
         "gradients never zeroed (they accumulate across steps)",
         needs="trainer_e2e losses",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_report_rank_average",
@@ -1143,6 +1305,7 @@ PLANTS: tuple[Plant, ...] = (
         '            "rank_average",\n            loss_sum=loss_sum,',
         "reported loss always rank-averaged, whatever loss_aggregation says",
         needs="an e2e pair with unequal token counts per micro-batch (with equal counts both reports are the same bits)",
+        function="HyperTrainer.train_step",
     ),
     _plant(
         "step_metrics_zero_based_step",
@@ -1153,6 +1316,7 @@ PLANTS: tuple[Plant, ...] = (
         '                            state.global_step - 1,\n                            loss=out["loss"],',
         "metric records logged at 0-based steps",
         needs="trainer_e2e metrics",
+        function="HyperTrainer.train",
     ),
     _plant(
         "step_no_set_epoch",
@@ -1163,6 +1327,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "the sampler is not reseeded per epoch (every epoch reads the epoch-0 order)",
         needs="an e2e pair over more than one epoch with shuffle on (the preset recipe's two epochs do not shuffle)",
+        function="HyperTrainer.train",
     ),
     _plant(
         "step_throughput_from_config",
@@ -1173,6 +1338,7 @@ PLANTS: tuple[Plant, ...] = (
         "global_tokens=None,",
         "throughput from global_batch_size * seq_len instead of the counted tokens",
         needs="trainer_throughput (padded rows, ticking step clock: tokens_per_sec, tflops, mfu values)",
+        function="HyperTrainer.train",
     ),
     _plant(
         "inert_lr_from_last_group",
@@ -1183,6 +1349,7 @@ PLANTS: tuple[Plant, ...] = (
         "lr=self.lr_scheduler.get_last_lr()[-1],",
         "logged lr read from the no-decay group (both groups follow one schedule from one lr)",
         expected="inert",
+        function="HyperTrainer.train",
     ),
     _plant(
         "inert_on_log_without_callbacks",
@@ -1193,6 +1360,7 @@ PLANTS: tuple[Plant, ...] = (
         "if state.global_step % log_steps == 0:",
         "on_log dispatched without user callbacks (the dispatch is then a no-op)",
         expected="inert",
+        function="HyperTrainer.train",
     ),
     _plant(
         "inert_aggregation_condition",
@@ -1203,6 +1371,7 @@ PLANTS: tuple[Plant, ...] = (
         'rank_average = self.config.optimizer.loss_aggregation != "token_weighted"',
         "the same branch written from the other value (the Config admits only these two)",
         expected="inert",
+        function="HyperTrainer.forward_backward_step",
     ),
     _plant(
         "inert_accumulators_reordered",
@@ -1213,6 +1382,7 @@ PLANTS: tuple[Plant, ...] = (
         "            arith_sum += value\n            loss_sum += value * tok\n",
         "two independent accumulations swapped",
         expected="inert",
+        function="HyperTrainer.train_step",
     ),
     # ------------------------------------------------------------------ legacy builders / callbacks
     _plant(
@@ -1224,6 +1394,7 @@ PLANTS: tuple[Plant, ...] = (
         "            progress = min(1.0, (step - warmup) / max(1, total - warmup))\n",
         "legacy 'fix' in _build_lr_scheduler: the cosine clamped past T",
         needs="lrsched_grid, legacy_lr goldens",
+        function="BaseTrainer._build_lr_scheduler",
     ),
     _plant(
         "legacy_hf_horizon_from_data",
@@ -1234,6 +1405,7 @@ PLANTS: tuple[Plant, ...] = (
         "max_steps = len(dataset) // max(int(global_batch_size), 1)",
         "legacy _build_dataset 'fix': the data alone sets max_steps (no cap at train.max_steps)",
         needs="dataloader_json_alpaca (max_steps 5)",
+        function="build_hf_dataset",
     ),
     _plant(
         "legacy_collate_labels_pad_id",
@@ -1244,6 +1416,7 @@ PLANTS: tuple[Plant, ...] = (
         '_pad(item["labels"], length, pad_id)',
         "legacy collate pads labels with the pad id",
         needs="a dataloader pair whose micro-batches need padding",
+        function="pad_collate",
     ),
     _plant(
         "legacy_shuffle_forced",
@@ -1254,6 +1427,7 @@ PLANTS: tuple[Plant, ...] = (
         "shuffle=True,",
         "legacy _build_dataloader 'fix': always shuffle",
         needs="dataloader_preset (shuffle=False)",
+        function="BaseTrainer._build_dataloader",
     ),
     _plant(
         "legacy_init_linear_default",
@@ -1264,6 +1438,7 @@ PLANTS: tuple[Plant, ...] = (
         "torch.nn.init.kaiming_uniform_(local, a=5**0.5)",
         "legacy materialisation with nn.Linear's a=sqrt(5)",
         needs="trainer_e2e losses, legacy_after_5_steps",
+        function="BaseTrainer._materialize_and_init_shards",
     ),
     _plant(
         "legacy_resume_step_not_read",
@@ -1274,6 +1449,7 @@ PLANTS: tuple[Plant, ...] = (
         "",
         "legacy resume does not read extra_state.json (the step restarts at 0)",
         needs="component_checkpoint_resume, user_callbacks",
+        function="CheckpointCallback.resume",
     ),
     _plant(
         "legacy_logging_min_step_time",
@@ -1284,6 +1460,7 @@ PLANTS: tuple[Plant, ...] = (
         "elapsed = max(time.time() - self._step_start, 1e-6)",
         "legacy LoggingCallback floors the step time at 1e-6",
         needs="metrics_processor_vs_callbacks",
+        function="LoggingCallback.build_record",
     ),
     _plant(
         "inert_legacy_keywords_minimal",
@@ -1294,6 +1471,7 @@ PLANTS: tuple[Plant, ...] = (
         'NO_DECAY_KEYWORDS = ("bias", "norm")',
         "legacy keyword set written minimally ('layernorm' and 'rmsnorm' contain 'norm')",
         expected="inert",
+        function="NO_DECAY_KEYWORDS",
     ),
     _plant(
         "inert_legacy_grad_accum_floors",
@@ -1304,6 +1482,7 @@ PLANTS: tuple[Plant, ...] = (
         "self._grad_accum = max(global_batch_size // micro_batch_size // dp_size, 1)",
         "floor(floor(g / m) / d) = floor(g / (m * d)) for positive integers",
         expected="inert",
+        function="BaseTrainer._build_dataloader",
     ),
     _plant(
         "inert_legacy_pad_id_truthiness",
@@ -1314,6 +1493,7 @@ PLANTS: tuple[Plant, ...] = (
         "if tokenizer is not None and tokenizer.pad_token_id:",
         "a pad id of 0 takes the fallback, which is 0 too",
         expected="inert",
+        function="LLMTrainer._build_collate_fn",
     ),
     _plant(
         "inert_legacy_log_cadence_truthiness",
@@ -1324,6 +1504,7 @@ PLANTS: tuple[Plant, ...] = (
         "if state.global_step % self.log_steps:",
         "'!= 0' written as the truthiness of the remainder",
         expected="inert",
+        function="LoggingCallback.on_step_end",
     ),
     # ------------------------------------------------------------------ shared (tier B only)
     _plant(
@@ -1335,6 +1516,7 @@ PLANTS: tuple[Plant, ...] = (
         "y = xf / torch.sqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",
         "RMSNorm as x / sqrt(.) instead of x * rsqrt(.) (last bits move, both paths at once)",
         needs="legacy_debug_model_loss, hyper_trainer_debug_curve, component_loss goldens",
+        function="Qwen3_5RMSNorm.forward",
     ),
     _plant(
         "shared_dummy_ids_from_one",
@@ -1345,6 +1527,7 @@ PLANTS: tuple[Plant, ...] = (
         "ids = torch.randint(1, self.vocab_size, (self.seq_len,), generator=g)",
         "dummy ids drawn from 1 (id 0 reserved for padding)",
         needs="dataloader_dummy_golden, legacy_dummy_batches",
+        function="DummyDataset.__getitem__",
     ),
     _plant(
         "shared_text_truncation_short",
@@ -1355,6 +1538,7 @@ PLANTS: tuple[Plant, ...] = (
         "list(texts), truncation=True, max_length=cutoff - 1, padding=False",
         "plain-text transform truncates one token short",
         needs="dataloader_hf_text_golden",
+        function="build_text_transform",
     ),
     _plant(
         "shared_alpaca_split_reassociated",
@@ -1365,6 +1549,7 @@ PLANTS: tuple[Plant, ...] = (
         "max_target_len = int((cutoff * target_len) / (source_len + target_len))",
         "prompt/response split multiplied before dividing (can differ by one token)",
         needs="a json_file (alpaca) dataloader golden with long prompts and responses",
+        function="infer_seqlen",
     ),
     _plant(
         "shared_scale_reassociated",
@@ -1375,6 +1560,7 @@ PLANTS: tuple[Plant, ...] = (
         "return loss * mb_tokens / global_tokens * dp_size",
         "micro-batch scaling reassociated (exact for power-of-two ratios, not in general)",
         needs="an e2e golden on data with unequal token counts per micro-batch",
+        function="mean_global_loss",
     ),
     _plant(
         "inert_shared_report_global_tokens",
@@ -1385,6 +1571,7 @@ PLANTS: tuple[Plant, ...] = (
         "        return loss_sum / max(global_tokens, 1)\n",
         "one rank: the reported loss divides by global_tokens, which equals the local count there",
         expected="inert",
+        function="BaseTrainer._helper_reported_loss",
     ),
 )
 
@@ -1419,6 +1606,8 @@ def catalogue_problems(plants: Sequence[Plant] = PLANTS) -> list[str]:
             problems.append(f"plant {plant.name}: expected {plant.expected!r} is not one of {EXPECTATIONS}")
         if not plant.old or plant.old == plant.new:
             problems.append(f"plant {plant.name}: the edit changes nothing")
+        if not plant.function:
+            problems.append(f"plant {plant.name}: no function= (the function or constant it lives in)")
         if not plant.models.strip():
             problems.append(f"plant {plant.name}: 'models' is empty")
         if plant.expected == "caught" and not plant.needs.strip():

@@ -84,6 +84,67 @@ def test_missing_or_ambiguous_snippet_is_one_line_naming_plant_and_file(old):
     assert "plant bogus_plant" in message and plant.file in message and "exactly once" in message
 
 
+_SOURCE = """\
+import os
+
+LIMIT = 3
+
+
+class Trainer:
+    @property
+    def steps(self):
+        return LIMIT
+
+    def step(self, x):
+        def inner(y):
+            return y + 1
+
+        return inner(x) * 2
+
+
+def helper(x):
+    return x * 2
+"""
+
+
+def test_every_plant_names_the_function_it_lives_in():
+    assert all(p.function for p in PLANTS)
+    assert {"HyperTrainer._init_dataloader"} <= {p.function for p in PLANTS}
+
+
+def test_a_plant_applies_inside_its_function_wherever_the_function_moves():
+    plant = _bogus(file="m.py", function="Trainer.step", old="return inner(x) * 2", new="return inner(x) * 3")
+    patched = plant.apply_text(_SOURCE)
+    assert "return inner(x) * 3" in patched and patched.count("* 2") == 1  # helper's `x * 2` untouched
+    # Code moved around the function (the class now last, a new function before it): still applies.
+    trainer = _SOURCE[_SOURCE.index("class Trainer") : _SOURCE.index("def helper")]
+    moved = _SOURCE.replace(trainer, "") + "\n\ndef added():\n    return inner(x) * 2\n\n\n" + trainer
+    assert "return inner(x) * 3" in plant.apply_text(moved)
+    # The same snippet in another function does not count; a nested function is part of its parent.
+    nested = _bogus(file="m.py", function="Trainer.step", old="return y + 1", new="return y + 2")
+    assert "return y + 2" in nested.apply_text(_SOURCE)
+    decorated = _bogus(file="m.py", function="Trainer.steps", old="@property\n", new="")
+    assert "@property" not in decorated.apply_text(_SOURCE)
+    constant = _bogus(file="m.py", function="LIMIT", old="3", new="4")
+    assert "LIMIT = 4" in constant.apply_text(_SOURCE)
+
+
+@pytest.mark.parametrize(
+    ("function", "old", "message"),
+    [
+        ("Trainer.run", "return inner(x) * 2", "function Trainer.run is not found in m.py"),
+        ("helper", "return inner(x) * 2", "its old snippet is not found in helper (m.py)"),
+        ("Trainer.step", "return", "its old snippet occurs 2 times in Trainer.step (m.py)"),
+    ],
+)
+def test_a_broken_anchor_names_the_plant_the_file_and_the_function(function, old, message):
+    plant = _bogus(file="m.py", function=function, old=old, new="pass")
+    with pytest.raises(PlantError) as info:
+        plant.apply_text(_SOURCE)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("plant bogus_plant: ") and message in text
+
+
 def test_runner_refuses_a_broken_plant_without_running_anything(tmp_path):
     project = tmp_path / "project"
     (project / "hyper_parallel" / "components").mkdir(parents=True)
