@@ -30,6 +30,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hyper_parallel.config.cross_checks import validate_cross_fields
+
 __all__ = ["ConfigManager", "LegacyFormat", "LEGACY_SUFFIXES"]
 
 # A first positional argument with one of these suffixes selects the legacy YAML path.
@@ -135,6 +137,14 @@ def _first_positional(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _import_failed(module: str, path: str, exc: BaseException) -> ImportError:
+    reason = " ".join(str(exc).split()) or "no message"
+    return ImportError(
+        f"--module {module!r}: recipe module {path!r} failed to import ({type(exc).__name__}: {reason}); "
+        "the other recipe modules are not affected"
+    )
+
+
 def _walk_flags(parser: Any, out: set[str]) -> set[str]:
     import argparse
 
@@ -167,8 +177,14 @@ class ConfigManager:
 
         ``argv`` defaults to ``sys.argv[1:]``. Bad flags and values exit through tyro's error
         report (``SystemExit(2)``, like argparse); a bad ``--module``/``--config`` is a
-        ``ValueError`` naming the flag and the choices.
+        ``ValueError`` naming the flag and the choices, and so is a Config whose components
+        disagree (``validate_cross_fields``).
         """
+        config = self._parse(argv)
+        validate_cross_fields(config)
+        return config
+
+    def _parse(self, argv: Sequence[str] | None) -> Any:
         tokens = list(sys.argv[1:] if argv is None else argv)
         root_cls = self.root_class()
         picked, rest = _split_selectors(tokens)
@@ -233,11 +249,13 @@ class ConfigManager:
             mod = importlib.import_module(path)
         except ModuleNotFoundError as exc:
             if exc.name is None or not (path == exc.name or path.startswith(exc.name + ".")):
-                raise  # the recipe module exists but one of its own imports failed
+                raise _import_failed(module, path, exc) from exc  # one of its own imports failed
             raise ValueError(
                 f"--module {module!r}: no recipe module {path!r}; available: "
                 f"{', '.join(self.recipe_modules()) or '(none)'} (or a dotted module path)"
             ) from None
+        except Exception as exc:  # the module raised while importing: only this --module is broken
+            raise _import_failed(module, path, exc) from exc
         recipes = getattr(mod, "RECIPES", None)
         if not isinstance(recipes, dict):
             raise TypeError(f"--module {module!r}: {path} must define RECIPES = {{name: function -> Config}}")
@@ -267,12 +285,25 @@ class ConfigManager:
         )
 
     def available_recipes(self) -> dict[str, list[str]]:
-        """``{module: [recipe names]}`` for every module of ``recipe_package``."""
-        return {module: sorted(self.recipes(module)) for module in self.recipe_modules()}
+        """``{module: [recipe names]}`` for every module of ``recipe_package`` that imports."""
+        return {module: names for module, names in self._recipe_listing().items() if isinstance(names, list)}
+
+    def _recipe_listing(self) -> dict[str, list[str] | str]:
+        """``{module: [recipe names] or why it is unusable}``: one broken module hides no other."""
+        listing: dict[str, list[str] | str] = {}
+        for module in self.recipe_modules():
+            try:
+                listing[module] = sorted(self.recipes(module))
+            except (ImportError, TypeError) as exc:
+                listing[module] = str(exc)
+        return listing
 
     def describe(self) -> str:
         """The help text's preamble: both ways in, the flag style and the available recipes."""
-        recipes = [f"  {module}: {', '.join(names)}" for module, names in self.available_recipes().items()]
+        recipes = [
+            f"  {module}: {', '.join(names) if isinstance(names, list) else '(unusable) ' + names}"
+            for module, names in self._recipe_listing().items()
+        ]
         paragraphs = [
             "Build a HyperTrainer and train:\n"
             f"  {self.prog} --module MODULE --config RECIPE [--section.field VALUE ...]\n"

@@ -64,7 +64,8 @@ class TrainingConfig(ConfigMixin):
 
     def __post_init__(self) -> None:
         check_int(self, "steps", minimum=0)
-        check_int(self, "seq_len", minimum=1)
+        # One token is no training sample: the shifted labels leave nothing to predict (loss NaN).
+        check_int(self, "seq_len", minimum=2)
         check_int(self, "global_batch_size", minimum=1)
         check_int(self, "local_batch_size", minimum=1)
         if self.global_batch_size % self.local_batch_size:

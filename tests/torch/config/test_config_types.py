@@ -102,7 +102,7 @@ def test_compile_components_default_is_not_shared():
         (TrainingConfig, {"steps": -1}, r"TrainingConfig\.steps: expected an int >= 0, got -1 \(int\)"),
         (TrainingConfig, {"steps": "100"}, r"TrainingConfig\.steps: expected an int >= 0, got '100' \(str\)"),
         (TrainingConfig, {"steps": True}, r"TrainingConfig\.steps: .*got True \(bool\)"),
-        (TrainingConfig, {"seq_len": 0}, r"TrainingConfig\.seq_len: expected an int >= 1"),
+        (TrainingConfig, {"seq_len": 1}, r"TrainingConfig\.seq_len: expected an int >= 2"),
         (
             TrainingConfig,
             {"global_batch_size": 0},
