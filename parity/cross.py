@@ -34,7 +34,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "CROSS_RECIPES",
     "CROSS_STEPS",
+    "DEFAULT_SEED",
+    "largest_differences",
+    "recipe_overrides",
     "EXACT_ARTIFACTS",
     "TOLERANCES",
     "TOLERANCED_ARTIFACTS",
@@ -47,13 +51,12 @@ __all__ = [
     "tolerance_table_markdown",
 ]
 
-CROSS_STEPS = 5
-# Both sides: the debug YAML on dummy data, N steps, from the same initial weights, one final save.
-_OVERRIDES = (
-    f"--train.max_steps={CROSS_STEPS}",
-    f"--train.checkpoint.save_steps={CROSS_STEPS}",
-    "--train.checkpoint.save_hf_weights=true",
-)
+# Every single-rank recipe of ``parity.suites.e2e_trainer.RECIPES`` (two ranks need msrun on the
+# MindSpore side), with the step both sides stop and save at: the recipe's own horizon, except
+# ``dummy``, cut from 20 to 5 steps.
+CROSS_RECIPES: dict[str, int] = {"dummy": 5, "hf_text": 5, "alpaca": 4, "preset": 7}
+CROSS_STEPS = CROSS_RECIPES["dummy"]
+DEFAULT_SEED = 17  # the initial weights' seed; the recipe keeps its own train.seed
 
 EXACT_ARTIFACTS = ("param_groups", "lr_curve", "batches", "metric_keys", "checkpoint_layout")
 TOLERANCED_ARTIFACTS = ("losses", "grad_norms", "logits", "weights")
@@ -135,8 +138,32 @@ def tolerance_table_markdown() -> str:
 
 
 # ----------------------------------------------------------------------------- one side
-def produce(side: str, out: Path, weights: Path, extra: Sequence[str] = ()) -> None:
-    """Train one side from ``weights`` and write ``artifacts.json`` and ``arrays.safetensors`` to ``out``.
+def recipe_overrides(recipe: str, scratch: Path, weights: Path, seed: int | None = None) -> tuple[str, ...]:
+    """The YAML overrides of one tier C run: the recipe's, then a save at its last step (with the
+    HF export), the shared initial weights and, when given, ``train.seed``."""
+    from parity.suites.e2e_trainer import RECIPES
+
+    if recipe not in CROSS_RECIPES:
+        raise ValueError(f"recipe {recipe!r} has no tier C run; expected one of {', '.join(CROSS_RECIPES)}")
+    steps = CROSS_RECIPES[recipe]
+    own = RECIPES[recipe].overrides(scratch)
+    cut = (f"--train.max_steps={steps}",) if recipe == "dummy" else ()
+    seeded = (f"--train.seed={seed}",) if seed is not None else ()
+    return (
+        *own, *cut, f"--train.checkpoint.save_steps={steps}", "--train.checkpoint.save_hf_weights=true",
+        f"--model.weights_path={weights}", *seeded,
+    )  # fmt: skip
+
+
+def produce(
+    side: str,
+    out: Path,
+    weights: Path,
+    extra: Sequence[str] = (),
+    recipe: str = "dummy",
+    seed: int | None = None,
+) -> None:
+    """Train one side of ``recipe`` from ``weights``; write ``artifacts.json`` and ``arrays.safetensors``.
 
     Runs under this process's platform (torch for the legacy side, MindSpore for the new one).
     """
@@ -147,7 +174,7 @@ def produce(side: str, out: Path, weights: Path, extra: Sequence[str] = ()) -> N
 
     out.mkdir(parents=True, exist_ok=True)
     run = run_legacy if side == "legacy" else run_new
-    overrides = (*_OVERRIDES, f"--model.weights_path={weights}", *extra)
+    overrides = (*recipe_overrides(recipe, out / "scratch", weights, seed), *extra)
     artifacts = run(*overrides, workdir=out / "work")
     exact: dict[str, Any] = {}
     for name in ("param_groups", "lr_curve", "batches"):
@@ -155,7 +182,7 @@ def produce(side: str, out: Path, weights: Path, extra: Sequence[str] = ()) -> N
     exact["metric_keys"] = _json_or_error(artifacts["metrics"], _metric_keys)
     exact["checkpoint_layout"] = _json_or_error(artifacts["checkpoint"], _layout_only)
     raw = artifacts["raw"]
-    export = out / "work" / "ckpt" / f"step_{CROSS_STEPS}" / "hf_ckpt"
+    export = out / "work" / "ckpt" / f"step_{CROSS_RECIPES[recipe]}" / "hf_ckpt"
     arrays: dict[str, np.ndarray] = {
         "losses": np.asarray([float(v) for v in raw["losses"]], dtype=np.float64),
         "grad_norms": np.asarray([float(v) for v in raw["grad_norms"]], dtype=np.float32),
@@ -348,66 +375,130 @@ def run_cross(
     keep: Path | None = None,
     report_dir: Path | None = None,
     new_overrides: Sequence[str] = (),
+    recipes: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> int:
-    """Both sides in their own processes, then the comparison; 0 when every artifact passes.
+    """Both sides of every (recipe, seed) in their own processes, then the comparison; 0 when every
+    artifact of every run passes.
 
+    ``recipes`` defaults to every single-rank recipe (:data:`CROSS_RECIPES`). ``seeds`` (the initial
+    weights' seed and ``train.seed``) default to one run from :data:`DEFAULT_SEED` with the recipe's
+    own ``train.seed``; the bounds of ``TOLERANCES`` were measured with seeds 1 to 5. The report
+    keeps every run's results and, per toleranced artifact, the largest difference with its run.
     ``new_overrides`` (YAML overrides for the new side only) plant a divergence: the self-test of
     tier C (``tests/mindspore/parity/test_cross.py``) checks that the right artifact goes red.
     """
     from parity.suites.e2e_trainer import initial_weights
 
-    python = sys.executable
+    recipes = list(recipes or CROSS_RECIPES)
+    for recipe in recipes:
+        if recipe not in CROSS_RECIPES:
+            console.print(
+                f"[red]parity cross: --recipe {recipe!r} is not one of {', '.join(CROSS_RECIPES)}[/]"
+            )
+            return 2
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="parity-cross-") as tmp:
         root = Path(keep) if keep is not None else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        weights = initial_weights(root / "initial_weights")
-        for side, platform in (("legacy", "torch"), ("new", "mindspore")):
-            console.print(f"[bold]parity cross[/]: {side} side on {platform} ({CROSS_STEPS} steps)")
-            env = {**os.environ, "HYPER_PARALLEL_PLATFORM": platform, "PYTHONHASHSEED": "0"}
-            cmd = [
-                python,
-                "-m",
-                "parity",
-                "cross",
-                "--side",
-                side,
-                "--out",
-                str(root / side),
-                "--weights",
-                str(weights),
-            ]
-            if side == "new":
-                cmd += [f"--new-override={o}" for o in new_overrides]
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            if proc.returncode != 0:
-                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-                console.print(
-                    f"[red]parity cross: the {side} side ({platform}) failed (exit {proc.returncode})[/]\n{tail}"
+        for seed in list(seeds) if seeds else [None]:
+            weights_seed = DEFAULT_SEED if seed is None else seed
+            weights = initial_weights(root / f"initial_weights_{weights_seed}", seed=weights_seed)
+            for recipe in recipes:
+                where = root / recipe / f"seed_{'default' if seed is None else seed}"
+                label = f"{recipe}, seed {'default' if seed is None else seed}"
+                if not _run_sides(console, where, weights, recipe, seed, new_overrides, label):
+                    return 2
+                runs.append(
+                    {
+                        "recipe": recipe,
+                        "seed": seed,
+                        "results": compare_sides(where / "legacy", where / "new"),
+                    }
                 )
-                return 2
-        results = compare_sides(root / "legacy", root / "new")
-    _print(console, results)
+    for run in runs:
+        _print(console, run["results"], f"parity cross (tier C): {run['recipe']}, seed {run['seed']}")
+    worst = largest_differences(runs)
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
-        payload = {"steps": CROSS_STEPS, "results": [r.to_dict() for r in results],
-                   "tolerances": [asdict(t) for t in TOLERANCES]}  # fmt: skip
+        payload = {
+            "steps": {r: CROSS_RECIPES[r] for r in recipes},
+            "runs": [{**run, "results": [r.to_dict() for r in run["results"]]} for run in runs],
+            "largest": worst,
+            "tolerances": [asdict(t) for t in TOLERANCES],
+        }
         tmp_path = report_dir / "cross.json.tmp"
         tmp_path.write_text(json.dumps(payload, indent=1))
         os.replace(tmp_path, report_dir / "cross.json")
-    failed = [r for r in results if r.status in ("FAIL", "error")]
+    results = [r for run in runs for r in run["results"]]
+    failed = [(run, r) for run in runs for r in run["results"] if r.status in ("FAIL", "error")]
     console.print(
         f"{sum(r.status == 'pass' for r in results)} passed, {len(failed)} failed, "
-        f"{sum(r.status == 'skip' for r in results)} skipped (tier C: torch legacy vs MindSpore new)"
+        f"{sum(r.status == 'skip' for r in results)} skipped "
+        f"(tier C: torch legacy vs MindSpore new, {len(runs)} run(s))"
     )
-    for r in failed:
-        console.print(f"[red]FAIL[/] cross.{r.artifact}: {r.detail}\n  repro: python -m parity cross")
+    for name, found in worst.items():
+        console.print(
+            f"largest {name} difference: {found['max_abs']:.3e} ({found['recipe']}, seed {found['seed']})"
+        )
+    for run, r in failed:
+        seed = "" if run["seed"] is None else f" --seed {run['seed']}"
+        console.print(
+            f"[red]FAIL[/] cross.{r.artifact} ({run['recipe']}): {r.detail}\n"
+            f"  repro: python -m parity cross --recipe {run['recipe']}{seed}"
+        )
     return 1 if failed else 0
 
 
-def _print(console: Any, results: Sequence[CrossResult]) -> None:
+def largest_differences(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per toleranced artifact, the largest ``max_abs`` over the runs, with the recipe and seed."""
+    worst: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for r in run["results"]:
+            if r.max_abs is None or r.artifact not in TOLERANCED_ARTIFACTS:
+                continue
+            if r.artifact not in worst or r.max_abs > worst[r.artifact]["max_abs"]:
+                worst[r.artifact] = {"max_abs": r.max_abs, "recipe": run["recipe"], "seed": run["seed"]}
+    return worst
+
+
+def _run_sides(
+    console: Any,
+    where: Path,
+    weights: Path,
+    recipe: str,
+    seed: int | None,
+    new_overrides: Sequence[str],
+    label: str,
+) -> bool:
+    """The legacy side on torch, then the new side on MindSpore, each in its own process."""
+    for side, platform in (("legacy", "torch"), ("new", "mindspore")):
+        console.print(
+            f"[bold]parity cross[/]: {label}: {side} side on {platform} ({CROSS_RECIPES[recipe]} steps)"
+        )
+        env = {**os.environ, "HYPER_PARALLEL_PLATFORM": platform, "PYTHONHASHSEED": "0"}
+        cmd = [
+            sys.executable, "-m", "parity", "cross", "--side", side, "--out", str(where / side),
+            "--weights", str(weights), "--recipe", recipe,
+        ]  # fmt: skip
+        if seed is not None:
+            cmd += ["--seed", str(seed)]
+        if side == "new":
+            cmd += [f"--new-override={o}" for o in new_overrides]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            console.print(
+                f"[red]parity cross: the {side} side ({platform}, {label}) failed (exit {proc.returncode})[/]\n{tail}"
+            )
+            return False
+    return True
+
+
+def _print(console: Any, results: Sequence[CrossResult], title: str = "parity cross (tier C)") -> None:
     from rich.table import Table
 
-    table = Table(title="parity cross (tier C)")
+    table = Table(title=title)
     for column in ("artifact", "rule", "bound", "status", "detail"):
         table.add_column(column)
     for r in results:

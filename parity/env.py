@@ -4,7 +4,8 @@
   (``cpu-x86_64-avx2``), ``<device type>-<device name>`` on accelerators (``cuda-h200``,
   ``npu-ascend910b``), so goldens of different hardware live side by side;
 - ``fingerprint``: what decides the bits (arch, effective CPU capability, CPU profile, BLAS,
-  threads, framework version, determinism settings), recorded in every golden;
+  threads, framework version, determinism settings, the C library and libm variant, numpy's
+  active SIMD dispatch), recorded in every golden;
 - ``fingerprint_mismatches``: the must-match fields in which a golden and a run differ;
 - ``seed_all``: the identical reseed done before each side of a case;
 - ``backend_skip_reason``: why a backend cannot run in this process, if it cannot.
@@ -97,6 +98,58 @@ def cpu_vendor() -> str:
     return pyplatform.processor() or "unknown"
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def libc() -> str:
+    """The C library and its version (``glibc 2.36``); libm's float functions come from it."""
+    try:
+        confstr = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        confstr = None
+    if confstr:
+        return confstr
+    name, version = pyplatform.libc_ver()
+    return f"{name} {version}".strip() or "unknown"
+
+
+def libm_variant() -> str:
+    """Which of glibc's x86-64 variants of cos/exp/pow this process runs: ``fma`` or ``non-fma``.
+
+    glibc picks the FMA variant when the CPU has FMA and AVX2, unless ``GLIBC_TUNABLES`` masked
+    those at process start (the portable profile does: ``parity.numerics.GLIBC_HWCAPS``).
+    """
+    if numerics.machine_arch() not in ("x86_64", "amd64"):
+        return "n/a"
+    if not libc().startswith("glibc"):
+        return "unknown"
+    tunables = numerics.start_environment().get("GLIBC_TUNABLES", "")
+    flags = cpu_flags()
+    if "fma" in flags and "avx2" in flags and "-FMA" not in tunables.replace("-FMA4", ""):
+        return "fma"
+    if "fma4" in flags and "-FMA4" not in tunables:
+        return "fma4"
+    return "non-fma"
+
+
+def numpy_dispatch() -> list[str]:
+    """numpy's dispatch targets enabled in this process (``NPY_DISABLE_CPU_FEATURES`` removes some)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy 2.x
+    except ImportError:
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy 1.x
+    return [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+
+
 def fingerprint(backend: str, platform: Any | None = None) -> dict[str, Any]:
     """What decides the bits of this run; recorded in goldens and checked against them."""
     platform = platform or get_platform()
@@ -112,7 +165,10 @@ def fingerprint(backend: str, platform: Any | None = None) -> dict[str, Any]:
         "cpu_vendor": cpu_vendor(),
         "deterministic": bool(platform.is_deterministic()),
         "determinism": platform.determinism_settings(),
+        "libc": libc(),
+        "libm_variant": libm_variant(),
         "numpy": np.__version__,
+        "numpy_dispatch": numpy_dispatch(),
         "onednn": libraries.get("onednn", "unknown"),
         "platform": platform_key(platform),
         "python": pyplatform.python_version(),

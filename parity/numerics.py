@@ -33,6 +33,23 @@ and the last; measured with torch 2.13.0+cpu on an AMD EPYC with AVX-512):
   bit here, and the CNR branch already fixes MKL's code path.
 - ``ONEDNN_MAX_CPU_ISA=AVX2``: bf16 matmul (oneDNN) bits change against the AVX-512 default.
 - one intra-op thread: the fp32 sum of 4M elements differs between 1, 2 and 4 threads.
+- ``NPY_DISABLE_CPU_FEATURES`` (numpy's own SIMD dispatch, read when numpy is imported): float32
+  ``power`` over 1000 elements changes bits between the AVX-512 and AVX2 code paths (the issue
+  measured 21% of elements); numpy 2.x names its targets ``X86_V4 AVX512_ICL AVX512_SPR``, numpy
+  1.26 (the MindSpore venv) ``AVX512F ... AVX512_ICL``. The knob carries both lists (a name one
+  major does not know, it ignores silently), so a MindSpore child started from the torch
+  environment is pinned too. Code that feeds goldens does not rely on it: the MindSpore model's
+  RoPE frequencies are exact Python (``inv_freq_values``), because a process that imported
+  numpy before the profile was applied (pytest, a user's script) runs numpy's native dispatch.
+- ``GLIBC_TUNABLES=glibc.cpu.hwcaps=-FMA,-FMA4`` (read by the dynamic loader at process start):
+  glibc 2.36's ``cos`` takes its non-FMA variant; ``0.5 * (1 + cos(pi * i / n))`` over 100,001
+  points changes bits against the FMA variant, so the cosine LR curve depends on it.
+
+Both process-start knobs act only in a process started with them: :func:`needs_reexec` is true
+while they are not in this process's start environment (``/proc/self/environ``), and the CLI then
+re-executes itself with them in its environment; every child the harness starts inherits them.
+A process that cannot re-execute (pytest) keeps the libm and numpy it started with; the
+fingerprint's explanation rows (``libc``, ``libm_variant``, ``numpy_dispatch``) say which.
 """
 
 from __future__ import annotations
@@ -55,6 +72,11 @@ __all__ = [
     "apply",
     "active_profile",
     "needs_reexec",
+    "export",
+    "start_environment",
+    "pending_at_start",
+    "NUMPY_AVX512_TARGETS",
+    "GLIBC_HWCAPS",
 ]
 
 PROFILE_ENV = "PARITY_CPU_PROFILE"
@@ -65,11 +87,35 @@ PORTABLE_THREADS = 1
 
 @dataclass(frozen=True)
 class Knob:
-    """One environment variable the portable profile sets, and why."""
+    """One environment variable the portable profile sets, and why.
+
+    ``at_start``: the library reads it when the process starts (the dynamic loader) or when it is
+    imported (numpy), so setting it later in a running process changes nothing there.
+    """
 
     env: str
     value: str
     why: str
+    at_start: bool = False
+
+
+# numpy's dispatch targets above AVX2, by numpy major (``__cpu_dispatch__`` of each build).
+NUMPY_AVX512_TARGETS: dict[int, tuple[str, ...]] = {
+    2: ("X86_V4", "AVX512_ICL", "AVX512_SPR"),
+    1: (
+        "AVX512F",
+        "AVX512CD",
+        "AVX512_KNL",
+        "AVX512_KNM",
+        "AVX512_SKX",
+        "AVX512_CLX",
+        "AVX512_CNL",
+        "AVX512_ICL",
+    ),
+}
+_NUMPY_DISABLED = " ".join(dict.fromkeys(n for names in NUMPY_AVX512_TARGETS.values() for n in names))
+# glibc's libm picks cos/sin/exp/log/pow variants by ifunc: FMA (with AVX2), FMA4, else AVX/SSE2.
+GLIBC_HWCAPS = "glibc.cpu.hwcaps=-FMA,-FMA4"
 
 
 # Per machine architecture. x86-64: AVX2 is what every x86-64 machine of the last decade runs,
@@ -79,6 +125,13 @@ _X86_64 = (
     Knob("MKL_CBWR", "COMPATIBLE", "MKL's GEMM code path, the same on Intel and AMD CPUs"),
     Knob("ONEDNN_MAX_CPU_ISA", "AVX2", "oneDNN's JIT kernels (bf16 matmul, conv)"),
     Knob("OMP_NUM_THREADS", str(PORTABLE_THREADS), "intra-op threads of child processes"),
+    Knob(
+        "NPY_DISABLE_CPU_FEATURES",
+        _NUMPY_DISABLED,
+        "numpy's SIMD dispatch (AVX-512 rounds differently)",
+        True,
+    ),
+    Knob("GLIBC_TUNABLES", GLIBC_HWCAPS, "libm's non-FMA cos/exp/pow (the cosine LR curve)", True),
 )
 # aarch64 (not measured here): ATen's scalar kernels; no MKL or oneDNN x86 knobs apply.
 _AARCH64 = (
@@ -130,15 +183,46 @@ def _capability_fixed() -> str | None:
     return str(torch.backends.cpu.get_cpu_capability()).upper()
 
 
-def needs_reexec(name: str) -> bool:
-    """True when torch is loaded and the environment does not yet say what ``name`` pins.
+def start_environment() -> dict[str, str]:
+    """The environment this process was started with (``/proc/self/environ``; else ``os.environ``)."""
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return dict(os.environ)
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
-    Only a fresh process is sure to pin MKL and oneDNN too: they read their variables at first
-    use, and a framework that is already loaded may have used them.
+
+def pending_at_start(arch: str | None = None) -> list[Knob]:
+    """Process-start knobs of the portable profile that this process was not started with."""
+    started = start_environment()
+    return [k for k in knobs(arch) if k.at_start and started.get(k.env) != k.value]
+
+
+def needs_reexec(name: str) -> bool:
+    """True when only a fresh process can pin what ``name`` pins.
+
+    That is when a process-start knob (libm, numpy) was not in this process's start environment
+    (the knobs are then put in ``os.environ``, which the fresh process inherits), or when torch is loaded and the environment does not yet hold the knobs: MKL and oneDNN read
+    their variables at first use, and a framework that is already loaded may have used them.
     """
-    if "torch" not in sys.modules or name != "portable":
+    if name != "portable":
+        return False
+    if pending_at_start():
+        export(name)  # the fresh process starts with them (a re-exec inherits os.environ)
+        return True
+    if "torch" not in sys.modules:
         return False
     return any(os.environ.get(k.env) != k.value for k in knobs())
+
+
+def export(name: str) -> None:
+    """Put profile ``name`` and its knobs in ``os.environ`` (before re-executing or starting a child)."""
+    os.environ[PROFILE_ENV] = name
+    if name == "portable":
+        for knob in knobs():
+            os.environ[knob.env] = knob.value
 
 
 def apply(name: str | None = None) -> str:

@@ -1,5 +1,8 @@
 """The CPU numerics profile: choice, pinning (also after ``import torch``), evidence, fingerprints.
 
+Each knob of ``parity.numerics`` has a test here showing it changes bits on a machine where it can
+(ATen, MKL, oneDNN, threads, numpy's dispatch, glibc's libm variant).
+
 Every check that needs another kernel set runs in a subprocess: ATen fixes its CPU capability for
 the life of a process at the first kernel it dispatches.
 """
@@ -248,3 +251,74 @@ def test_torchrun_workers_inherit_the_profile(tmp_path):
     capability = "AVX2" if X86 else numerics.portable_capability()
     cbwr = "COMPATIBLE" if X86 else "None"
     assert lines == [["0", capability, "1", "portable", cbwr], ["1", capability, "1", "portable", cbwr]]
+
+
+# ----------------------------------------------------------------------------- knobs read at process start
+_NUMPY_POWER = (
+    "import hashlib, numpy as np\n"
+    "x = np.linspace(0.1, 3.0, 1000, dtype=np.float32)\n"
+    "print(hashlib.sha256(np.power(np.float32(1e7), x / np.float32(7)).tobytes()).hexdigest()[:12])"
+)
+_COSINE = (
+    "import hashlib, math, struct\n"
+    "n = 100_001\n"
+    "v = [0.5 * (1 + math.cos(math.pi * i / (n - 1))) for i in range(n)]\n"
+    "print(hashlib.sha256(struct.pack(f'{n}d', *v)).hexdigest()[:12])"
+)
+_DISPATCH = "from parity import env; print(' '.join(env.numpy_dispatch()) or '-')"
+
+
+def _knob(name: str) -> str:
+    return next(k.value for k in numerics.knobs() if k.env == name)
+
+
+def _has_avx512_numpy() -> bool:
+    return any("512" in t or t == "X86_V4" for t in _python(_DISPATCH).split())
+
+
+@pytest.mark.skipif(not X86, reason="numpy's x86-64 dispatch")
+def test_numpy_dispatch_knob_removes_every_avx512_target():
+    pinned = _python(_DISPATCH, NPY_DISABLE_CPU_FEATURES=_knob("NPY_DISABLE_CPU_FEATURES")).split()
+    assert not any("512" in t or t == "X86_V4" for t in pinned), pinned
+
+
+@pytest.mark.skipif(not X86, reason="numpy's x86-64 dispatch")
+def test_numpy_dispatch_knob_changes_float32_power_bits():
+    if not _has_avx512_numpy():
+        pytest.skip("numpy runs no AVX-512 code path on this CPU: the knob changes nothing here")
+    pinned = _python(_NUMPY_POWER, NPY_DISABLE_CPU_FEATURES=_knob("NPY_DISABLE_CPU_FEATURES"))
+    assert pinned != _python(_NUMPY_POWER)
+
+
+def _glibc_fma() -> bool:
+    from parity import env
+
+    return env.libc().startswith("glibc") and {"fma", "avx2"} <= env.cpu_flags()
+
+
+@pytest.mark.skipif(not X86, reason="glibc's x86-64 libm variants")
+def test_glibc_hwcaps_knob_changes_libm_cos_bits():
+    if not _glibc_fma():
+        pytest.skip("no glibc FMA variant on this machine: every process runs the non-FMA cos")
+    assert _python(_COSINE, GLIBC_TUNABLES=_knob("GLIBC_TUNABLES")) != _python(_COSINE)
+
+
+@pytest.mark.skipif(not X86, reason="the x86-64 process-start knobs")
+def test_a_process_started_without_the_start_knobs_needs_a_reexec():
+    probe = "from parity import numerics; print(numerics.needs_reexec('portable'), numerics.needs_reexec('native'))"
+    assert _python(probe).split() == ["True", "False"]
+    started = {k.env: k.value for k in numerics.knobs() if k.at_start}
+    assert _python(probe, **started).split() == ["False", "False"]  # torch not loaded: nothing else to pin
+
+
+@pytest.mark.skipif(not X86, reason="the x86-64 process-start knobs")
+def test_the_cli_reexecutes_itself_into_the_pinned_libm_and_numpy():
+    """Started with none of the knobs, ``python -m parity env`` reports the pinned libm and numpy."""
+    out = json.loads(_parity("env", "--json").stdout)
+    assert not any("512" in t or t == "X86_V4" for t in out["numpy_dispatch"]), out["numpy_dispatch"]
+    assert out["libm_variant"] == "non-fma" and out["libc"] == _python(
+        "from parity import env; print(env.libc())"
+    )
+    native = json.loads(_parity("env", "--json", "--cpu-profile", "native").stdout)
+    if _glibc_fma():
+        assert native["libm_variant"] == "fma"
