@@ -56,7 +56,10 @@ def test_fingerprint_records_what_decides_the_bits():
     assert set(fp) == {
         *("arch", "backend", "blas", "cpu_capability", "cpu_env", "cpu_profile", "cpu_vendor"),
         *("deterministic", "determinism", "numpy", "onednn", "platform", "python", "threads", "torch"),
+        *("libc", "libm_variant", "numpy_dispatch"),
     }
+    assert fp["libm_variant"] in ("fma", "fma4", "non-fma", "n/a", "unknown")
+    assert isinstance(fp["numpy_dispatch"], list) and fp["libc"]
     assert fp["torch"].startswith("2.13.0") and fp["deterministic"] is True
     assert (fp["cpu_capability"], fp["blas"], fp["threads"]) == ("AVX512", "mkl 2024.2", 3)
     assert fp["cpu_profile"] == numerics.active_profile() and set(fp["cpu_env"]) >= {"ATEN_CPU_CAPABILITY"}
@@ -121,3 +124,27 @@ def test_xdist_workers_pin_one_device_each(conftest_module, monkeypatch, env, va
     with warns:
         conftest_module._pin_xdist_worker_device()
     assert os.environ.get(var) == (expected if expected is not None else env.get(var))
+
+
+@pytest.mark.skipif(numerics.machine_arch() not in ("x86_64", "amd64"), reason="glibc's x86-64 libm variants")
+def test_libm_variant_names_what_the_process_started_with():
+    """glibc picks its libm variant at process start: the row reads the start environment."""
+    import subprocess
+    import sys
+
+    from parity import env
+
+    if not (env.libc().startswith("glibc") and {"fma", "avx2"} <= env.cpu_flags()):
+        pytest.skip("no FMA variant of glibc's libm on this machine")
+    code = "from parity import env; print(env.libm_variant())"
+
+    def variant(tunables: str | None) -> str:
+        child = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+        if tunables is not None:
+            child["GLIBC_TUNABLES"] = tunables
+        return subprocess.run(
+            [sys.executable, "-c", code], env=child, capture_output=True, text=True
+        ).stdout.strip()
+
+    assert variant(None) == "fma"
+    assert variant(numerics.GLIBC_HWCAPS) == "non-fma"
