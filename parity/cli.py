@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
@@ -104,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where JSON reports go")
     p_run.add_argument("--hypothesis-blob", default=None, help="replay one example of a hypothesis case")
     p_run.add_argument(
+        "--explore-budget",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="time each drawn `explore` case may spend on new examples (default: one example each)",
+    )
+    p_run.add_argument(
         "-j",
         "--jobs",
         type=_positive_int,
@@ -149,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--png-dir", type=Path, default=None, help="with --html: also write the page's images to this folder"
     )
     p_bisect = sub.add_parser(
-        "bisect", help="name the first step, phase, artifact and component where a tier A case diverges"
+        "bisect",
+        help="name the first step, phase, artifact and component where a tier A case diverges "
+        "(exit 1: it diverges, 0: it does not)",
     )
     p_bisect.add_argument("case_id", help="the case id (`python -m parity list`)")
     p_bisect.add_argument(
@@ -253,7 +264,7 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         registry = load_registry(args.cases)
         cases = registry.select(args.keyword, args.ids, args.tags)
     except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(missing_extra(exc) or str(exc))}", highlight=False)
         return 2
     if not cases and (args.keyword or args.ids or args.tags):
         asked = " and ".join(
@@ -274,8 +285,33 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     return {"list": _list, "run": _run, "update": _update}[args.command](args, console, registry, cases)
 
 
+# Modules the harness imports from an optional extra of pyproject.toml, and that extra.
+EXTRA_OF_MODULE = {
+    "hypothesis": "dev",
+    "syrupy": "dev",
+    "pytest": "dev",
+    "matplotlib": "report",
+    "mindspore": "mindspore",
+}
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """One line naming the extra to install when ``exc`` is the import of a module of one, else None."""
+    if not isinstance(exc, ImportError):
+        return None
+    name = (exc.name or "").partition(".")[0]
+    if not name:  # "import of X halted; None in sys.modules" carries no name
+        found = re.search(r"(?:module named|import of) '?([\w.]+)", str(exc))
+        name = found.group(1).partition(".")[0] if found else ""
+    extra = EXTRA_OF_MODULE.get(name)
+    if extra is None:
+        return None
+    return f"{name} is not installed; it comes with the `{extra}` extra: pip install -e '.[{extra}]'"
+
+
 def _bisect(args: argparse.Namespace, console: Console) -> int:
-    """Localise one case: 0 when it ran (a divergence or none), 1 when it could not, 2 usage errors."""
+    """Localise one case: exit 1 when its sides diverge (like a failing ``run``), 0 when they do
+    not, 2 on bad input, 3 when the localiser itself failed (nothing is known about the case)."""
 
     def error(text: str) -> int:
         console.print(f"[bold red]error:[/] {text}", highlight=False)
@@ -284,7 +320,7 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     try:
         registry = load_registry(args.cases)
     except (ImportError, OSError, TypeError, KeyError, ValueError) as exc:
-        return error(str(exc))
+        return error(escape(missing_extra(exc) or str(exc)))
     case = registry.get(args.case_id)
     if case is None:
         return error(
@@ -305,7 +341,7 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     console.print("\n".join(localisation_lines(result)), soft_wrap=True, markup=False, highlight=False)
     if args.json is not None:
         write_json_atomic(args.json, result)
-    return 0 if result.get("status") in ("diverged", "equal") else 1
+    return {"diverged": 1, "equal": 0}.get(str(result.get("status")), 3)
 
 
 def _engine_for(registry: Registry) -> Engine:
@@ -386,24 +422,81 @@ def _progress(console: Console) -> Progress:
 
 
 def _list(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    """The selected cases, one row each, readable at 100 columns; a count per tier at the end.
+
+    The case id carries the kind (its prefix) and the parameters; the other columns are short:
+    tier (``A``, ``A+h`` when hypothesis draws its inputs, ``B``), tags, and per backend whether
+    its golden for this platform is there (tier B) or that the case runs on it (tier A).
+    """
     engine = _engine(args, registry, None)
-    table = Table(title=f"parity cases ({registry.source})")
-    for column in ("case", "tier", "kind", "tags", "seed", "backends", "golden"):
-        table.add_column(column, overflow="fold")
+    key = engine.platform_key()
+    from rich import box
+
+    # COLUMNS wins over the 160 columns a pipe gets (``COLUMNS=100 python -m parity list | less``).
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() else console.width
+    table = Table(
+        title=f"parity cases ({registry.source}), goldens for {key}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+    )
+    id_width = max(30, width - 4 - 13 - 17 - 6)
+    table.add_column("case", no_wrap=True, width=id_width)
+    table.add_column("tier", no_wrap=True, width=4)
+    table.add_column("tags", overflow="fold", max_width=13)
+    table.add_column("backends", overflow="fold", max_width=17)
     for case in cases:
-        status = "-"
         if case.tier == "B":
-            present = [b for b in case.backends if engine.golden_path(case, b).exists()]
-            status = f"{engine.platform_key()}: " + (", ".join(present) if present else "missing")
-        tier = case.tier + (" (hypothesis)" if case.strategies else "")
-        table.add_row(
-            case.id, tier, case.kind, ", ".join(case.tags), str(case.seed), ", ".join(case.backends), status
-        )
-    console.print(table)
+            backends = ", ".join(
+                b + (" ok" if engine.golden_path(case, b).exists() else " missing") for b in case.backends
+            )
+        else:
+            backends = ", ".join(case.backends)
+        tier = case.tier + ("+h" if case.strategies else "")
+        table.add_row(_wrap_id(case.id, id_width), tier, ", ".join(case.tags), backends)
+    console.print(table, width=width)
+    console.print(_tier_counts(cases), highlight=False)
     return 0
 
 
+def _wrap_id(case_id: str, width: int) -> str:
+    """``case_id`` in lines of at most ``width`` characters, broken after a ``-`` where it can."""
+    import re
+
+    lines = [""]
+    for token in re.findall(r"[^-]*-|[^-]+$", case_id):
+        while len(token) > width:  # a part longer than a line: cut it
+            lines.append(token[:width])
+            token = token[width:]
+        if len(lines[-1]) + len(token) > width:
+            lines.append("")
+        lines[-1] += token
+    return "\n".join(line for line in lines if line)
+
+
+def _tier_counts(cases: list[Case]) -> str:
+    """``N cases: a tier A (h with hypothesis), b tier B``."""
+    pairs = [c for c in cases if c.tier == "A"]
+    drawn = sum(bool(c.strategies) for c in pairs)
+    goldens = len(cases) - len(pairs)
+    return f"{len(cases)} case(s): {len(pairs)} tier A ({drawn} with hypothesis), {goldens} tier B"
+
+
+def _seconds(raw: str) -> float:
+    """A number of seconds >= 0 (argparse type of ``--explore-budget``)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {raw!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {raw!r}")
+    return value
+
+
 def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
+    if args.explore_budget is not None:  # read by parity.explore.strategies, in workers too
+        os.environ["PARITY_EXPLORE_BUDGET"] = repr(args.explore_budget)
     if any(c.strategies for c in cases):
         from parity.hypothesis_profiles import load_selected_profile
 
@@ -517,14 +610,21 @@ def _component(case: Case) -> str:
     return case.tags[0] if case.tags else case.kind
 
 
+_PREFIX_RE = re.compile(r"^PARITY (ERROR|FAIL)\s+case=\S+\s+backend=\S+(\s+platform=\S+)?:?\s*")
+
+
 def _reason(outcome: Outcome) -> str:
+    """The first difference, error or failure line of an outcome, without the case id again."""
     report = outcome.report
     if report is not None and report.differences:
         first = report.differences[0]
         text = f"{first.path}: {first.message}"
+    elif report is not None and report.error:
+        text = report.error.splitlines()[0]
     else:
         text = next((line for line in outcome.message.splitlines() if line.strip()), "")
-    return text if len(text) <= 90 else text[:87] + "..."
+    text = _PREFIX_RE.sub("", text)
+    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def _short_summary(console: Console, outcomes: list[Outcome], has_last_run: bool) -> None:
@@ -690,7 +790,7 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
             console.print(f"[yellow]could not write {diff_path}: {exc}[/]", highlight=False)
     if args.diff and diff_text:
         console.print(Syntax(diff_text, "diff", theme="ansi_dark", word_wrap=True))
-    not_refreshed = _not_refreshed(args.golden_dir, changed, skipped, backend_skip_reason)
+    not_refreshed = _not_refreshed(args.golden_dir, changed, backend_skip_reason)
     for line in not_refreshed:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     unused = engine.unused_goldens()
@@ -745,9 +845,9 @@ def _read_or_empty(engine: Engine, case: Case, backend: str) -> str:
         return ""
 
 
-def _not_refreshed(root: Path, changed: list[Outcome], skipped: list[Outcome], skip_reason: Any) -> list[str]:
+def _not_refreshed(root: Path, changed: list[Outcome], skip_reason: Any) -> list[str]:
     """Goldens of backends this environment cannot run, for the cases whose golden just changed."""
-    cannot = sorted({o.backend for o in skipped if skip_reason(o.backend) is not None})
+    cannot = sorted({b for o in changed for b in o.case.backends if skip_reason(b) is not None})
     out: list[str] = []
     for backend in cannot:
         paths = []
