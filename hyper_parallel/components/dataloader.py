@@ -313,7 +313,7 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset
-        from hyper_parallel.data.transforms import build_text_transform
+        from hyper_parallel.data.transforms import build_text_transform, name_data_rows
 
         cfg = self.config
         if tokenizer is None:
@@ -335,6 +335,7 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         transform = build_text_transform(
             encoder, cutoff=self.seq_len, text_key=cfg.text_key, data_type=cfg.type, template=cfg.template
         )
+        transform = name_data_rows(transform, cfg.train_path)  # row errors name the file and row
         tokenized = raw.map(transform, batched=True, remove_columns=raw.column_names, desc="Tokenizing")
         tokenized = tokenized.filter(_has_tokens)
         dataset = TokenizedDataset(tokenized)

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
+from hyper_parallel.data.transforms import name_data_rows
 from hyper_parallel.platform.logging import get_logger
 
 __all__ = [
@@ -133,10 +134,15 @@ class TokenizedDataset(Dataset):
         }
 
 
-def tokenize_dataset(ds: Any, data_transform: Any, train_size: int | None = None):
-    """Steps 3-4 of spec 7.2: optional ``select``, batched ``map`` dropping raw columns, drop empty rows."""
+def tokenize_dataset(ds: Any, data_transform: Any, train_size: int | None = None, *, source: Any = None):
+    """Steps 3-4 of spec 7.2: optional ``select``, batched ``map`` dropping raw columns, drop empty rows.
+
+    With ``source`` (the data file), a row the transform cannot tokenize names the file and the row.
+    """
     if train_size is not None and train_size < len(ds):
         ds = ds.select(range(train_size))
+    if source is not None:
+        data_transform = name_data_rows(data_transform, source)
     ds = ds.map(data_transform, batched=True, remove_columns=ds.column_names, desc="Tokenizing")
     return ds.filter(lambda r: len(r["input_ids"]) > 0)
 
@@ -160,7 +166,7 @@ def build_hf_dataset(trainer: Any) -> TokenizedDataset:
         getattr(data, "subset", None),
         streaming=bool(getattr(data, "streaming", False)),
     )
-    ds = tokenize_dataset(ds, data_transform, getattr(data, "train_size", None))
+    ds = tokenize_dataset(ds, data_transform, getattr(data, "train_size", None), source=train_path)
     dataset = TokenizedDataset(ds)
 
     global_batch_size = getattr(train, "global_batch_size", 8)

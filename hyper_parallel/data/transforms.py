@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["IGNORE_INDEX", "TextTransform", "infer_seqlen", "build_text_transform"]
+__all__ = [
+    "IGNORE_INDEX",
+    "DataRowError",
+    "TextTransform",
+    "build_text_transform",
+    "infer_seqlen",
+    "name_data_rows",
+]
 
 IGNORE_INDEX = -100
 
@@ -33,6 +40,54 @@ def infer_seqlen(source_len: int, target_len: int, cutoff: int) -> tuple[int, in
     return new_source_len, new_target_len
 
 
+class DataRowError(ValueError):
+    """A row of a batch whose field the transform cannot tokenize; ``row`` counts from 0 in the batch.
+
+    ``name_data_rows`` turns it into an error naming the file and the row in the file.
+    """
+
+    def __init__(self, row: int, problem: str) -> None:
+        super().__init__(f"row {row + 1} of the batch: {problem}")
+        self.row = row
+        self.problem = problem
+
+
+def _check_strings(values: Sequence[Any], key: str, setting: str, *, optional: bool = False) -> None:
+    """Every value is a string (or None/absent when ``optional``), else a ``DataRowError``."""
+    for row, value in enumerate(values):
+        if isinstance(value, str) or (optional and value is None):
+            continue
+        found = "no value" if value is None else f"{type(value).__name__} {value!r}"[:80]
+        raise DataRowError(row, f"key {key!r} holds {found}; expected a string in every row ({setting})")
+
+
+def name_data_rows(transform: TextTransform, source: Any) -> TextTransform:
+    """``transform`` whose row errors name ``source`` (the data file) and the row number in it.
+
+    Rows are counted over the batches in the order ``datasets.map`` passes them (first to last,
+    one process), so row N is the N-th record of the dataset, 1-based.
+    """
+    seen = [0]
+
+    def named(batch: Mapping[str, Any]) -> dict[str, list[list[int]]]:
+        first = seen[0]
+        seen[0] += _batch_len(batch)
+        try:
+            return transform(batch)
+        except DataRowError as exc:
+            raise ValueError(
+                f"data.train_path={str(source)!r} row {first + exc.row + 1}: {exc.problem}"
+            ) from None
+
+    return named
+
+
+def _batch_len(batch: Mapping[str, Any]) -> int:
+    for values in batch.values():
+        return 1 if isinstance(values, str) else len(values)
+    return 0
+
+
 def _column(batch: Mapping[str, Any], name: str, n: int, default: Any = "") -> list:
     """A column as a list (a bare string is one row), or ``[default] * n`` when absent."""
     if name not in batch:
@@ -50,7 +105,11 @@ def _alpaca_columns(batch: Mapping[str, Any]) -> tuple[list, list, list]:
         )
     instructions = _column(batch, "instruction", 0)
     n = len(instructions)
-    return instructions, _column(batch, "input", n), _column(batch, "output", n)
+    inputs, outputs = _column(batch, "input", n), _column(batch, "output", n)
+    _check_strings(instructions, "instruction", "the alpaca format")
+    _check_strings(inputs, "input", "the alpaca format; it may be absent", optional=True)
+    _check_strings(outputs, "output", "the alpaca format")
+    return instructions, inputs, outputs
 
 
 def build_text_transform(
@@ -112,7 +171,9 @@ def build_text_transform(
                 f"data.text_key={text_key!r} is not a column of the dataset; "
                 f"available columns: {sorted(batch.keys())}"
             )
-        return tokenize_texts(_column(batch, text_key, 0))
+        texts = _column(batch, text_key, 0)
+        _check_strings(texts, text_key, f"data.text_key={text_key!r}")
+        return tokenize_texts(texts)
 
     def transform(batch: Mapping[str, Any]) -> dict[str, list[list[int]]]:
         if "instruction" in batch and data_type == "json_file":
