@@ -159,9 +159,8 @@ def tensor_stats(bits: np.ndarray | None, dtype: str) -> dict[str, Any] | None:
         out: dict[str, Any] = {"nonfinite": int(values.size - finite.size)}
         if finite.size == 0:
             return out
-        listed = finite.tolist()
-        out["sum"] = float_hex(math.fsum(listed))
-        out["abs_sum"] = float_hex(math.fsum(abs(v) for v in listed))
+        out["sum"] = float_hex(math.fsum(finite.tolist()))
+        out["abs_sum"] = float_hex(math.fsum(np.abs(finite).tolist()))
         out["min"] = float_hex(float(finite.min()))
         out["max"] = float_hex(float(finite.max()))
         return out

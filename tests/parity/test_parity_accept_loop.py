@@ -256,3 +256,34 @@ def test_ctrl_c_ends_a_parallel_run_with_one_line_exit_130_and_no_temp_folder(tm
     assert lines[-1].startswith("interrupted: ") and "Traceback" not in text, text
     assert json.loads((reports / "last_run.json").read_text())["status"] == "interrupted"
     assert list(tmp.iterdir()) == []  # the case's temp folder and the run's own are gone
+
+
+def test_the_format_check_accepts_added_stats_and_catches_a_moved_value():
+    from parity.golden_format_check import compare_roots
+
+    leaf = {"__parity__": "tensor", "dtype": "float32", "shape": [100], "sha256": "a" * 64}
+    old = {"x.json": json.dumps({"artifacts": [leaf], "fingerprint": {}})}
+    stats = {**leaf, "stats": {"sum": "0x1.0p+0"}}
+    assert (
+        compare_roots(
+            old, {"x.json": json.dumps({"artifacts": [stats], "made_with": {"t": "h"}, "fingerprint": {}})}
+        )
+        == []
+    )
+    moved = {**stats, "sha256": "b" * 64}
+    assert compare_roots(old, {"x.json": json.dumps({"artifacts": [moved], "fingerprint": {}})}) == [
+        "x.json: a value changed (not only the format)"
+    ]
+
+
+def test_the_combined_review_keeps_only_the_updates_of_this_tree(tmp_path):
+    from parity import review
+
+    review.write_update_summary(
+        tmp_path / "update-torch.json", "torch", "tree-1", ["updated torch a", "  x: 1"]
+    )
+    review.write_update_summary(
+        tmp_path / "update-mindspore.json", "mindspore", "tree-0", ["updated mindspore a"]
+    )
+    paths = sorted(tmp_path.glob("update-*.json"))
+    assert review.combined_summary(paths, "tree-1") == ["== torch", "updated torch a", "  x: 1"]
