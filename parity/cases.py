@@ -35,7 +35,7 @@ import importlib.util
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,6 +272,37 @@ class Registry:
                 share=share,
             )
         )
+
+    def grid(
+        self,
+        name: str | None = None,
+        *,
+        params: Iterable[Mapping[str, Any] | tuple[str, Mapping[str, Any]]],
+        legacy: Producer | None = None,
+        new: Producer | None = None,
+        producer: Producer | None = None,
+        **common: Any,
+    ) -> list[Case]:
+        """Register one case per entry of ``params`` in one call: tier A with ``legacy`` and ``new``,
+        tier B with ``producer``; every other keyword (``kind``, ``tags``, ``seed``, ``backends``,
+        ``share`` ...) goes to each case. An entry is a params mapping (the case is named ``name``)
+        or a ``(name, params)`` pair (a grid over several names). Ids are those of ``pair``/``golden``."""
+        cases = []
+        for entry in params:
+            case_name, case_params = entry if isinstance(entry, tuple) else (name, entry)
+            if case_name is None:
+                raise ValueError("grid: give name=, or (name, params) pairs")
+            if producer is not None:
+                if legacy is not None or new is not None:
+                    raise ValueError(
+                        f"grid {case_name!r}: give either legacy+new (tier A) or producer (tier B)"
+                    )
+                cases.append(self.golden(case_name, producer=producer, params=case_params, **common))
+            elif legacy is not None and new is not None:
+                cases.append(self.pair(case_name, legacy=legacy, new=new, params=case_params, **common))
+            else:
+                raise ValueError(f"grid {case_name!r}: expected legacy+new (tier A) or producer (tier B)")
+        return cases
 
     def get(self, case_id: str) -> Case | None:
         return self._cases.get(case_id)

@@ -186,16 +186,14 @@ _PAIRS = [
     ),
 ]
 
-for _name, _params in _PAIRS:
-    REGISTRY.pair(
-        _name,
-        kind="batches",
-        tags=("dataloader",),
-        seed=0,
-        params={**_params, "n": 6},
-        legacy=legacy_batches,
-        new=new_batches,
-    )
+REGISTRY.grid(
+    params=[(_name, {**_params, "n": 6}) for _name, _params in _PAIRS],
+    kind="batches",
+    tags=("dataloader",),
+    seed=0,
+    legacy=legacy_batches,
+    new=new_batches,
+)
 
 # ----------------------------------------------------------------------------- tier B
 
@@ -222,16 +220,14 @@ _GOLDENS = [
     ),
 ]
 
-for _name, _params in _GOLDENS:
-    REGISTRY.golden(
-        _name,
-        kind="batches",
-        tags=("dataloader",),
-        seed=0,
-        params={**_params, "n": 4},
-        producer=new_batches,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    params=[(_name, {**_params, "n": 4}) for _name, _params in _GOLDENS],
+    kind="batches",
+    tags=("dataloader",),
+    seed=0,
+    producer=new_batches,
+    backends=("torch", "mindspore"),
+)
 
 
 # ============================================================================= padding and splits
@@ -572,58 +568,53 @@ ERROR_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_text", "tok": "asset", "text_key": "body"},  # no such column
 )
 
-for _params in PAD_CASES:
-    REGISTRY.pair(
-        "dataloader_pad",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_epoch,
-        new=new_epoch,
-    )
-for _params in SPLIT_CASES:
-    REGISTRY.pair(
-        "dataloader_split",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_epoch,
-        new=new_epoch,
-    )
-for _params in RESUME_CASES:
-    REGISTRY.pair(
-        "dataloader_resume",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_resume,
-        new=new_resume,
-    )
-for _params in ERROR_CASES:
-    REGISTRY.pair(
-        "dataloader_error",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_error,
-        new=new_error,
-    )
+REGISTRY.grid(
+    "dataloader_pad",
+    params=PAD_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_epoch,
+    new=new_epoch,
+)
+REGISTRY.grid(
+    "dataloader_split",
+    params=SPLIT_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_epoch,
+    new=new_epoch,
+)
+REGISTRY.grid(
+    "dataloader_resume",
+    params=RESUME_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_resume,
+    new=new_resume,
+)
+REGISTRY.grid(
+    "dataloader_error",
+    params=ERROR_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_error,
+    new=new_error,
+)
 
 # Tier B: the component alone on a few of the layouts above (first 4 batches; resume in full).
-for _params in (
-    {**PAD_CASES[1], "n": 4},  # short_text, pad id 2
-    {**PAD_CASES[5], "n": 4},  # short_alpaca, pad id 2
-    {**PAD_CASES[10], "n": 4},  # ragged_preset, pad id 2, in order
-    {**SPLIT_CASES[4], "n": 4},  # short_text, rank 2 of 3
-):
-    REGISTRY.golden(
-        "dataloader_pad_golden",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        producer=new_epoch,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    "dataloader_pad_golden",
+    params=(
+        {**PAD_CASES[1], "n": 4},  # short_text, pad id 2
+        {**PAD_CASES[5], "n": 4},  # short_alpaca, pad id 2
+        {**PAD_CASES[10], "n": 4},  # ragged_preset, pad id 2, in order
+        {**SPLIT_CASES[4], "n": 4},  # short_text, rank 2 of 3
+    ),
+    kind="batches",
+    tags=("dataloader",),
+    producer=new_epoch,
+    backends=("torch", "mindspore"),
+)
 REGISTRY.golden(
     "dataloader_resume_golden",
     kind="batches",
@@ -702,30 +693,27 @@ GROUP_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_alpaca", "tok": "eos1", "mbs": 2, "gbs": 8, "world": 2, "rank": 1, "seed": 4},
 )
 
-for _params in FIELD_CASES:
-    REGISTRY.pair(
-        "dataloader_fields",
-        kind="batches",
-        tags=("dataloader",),
-        params={**_params, "n": 4},
-        legacy=legacy_epoch,
-        new=new_epoch,
-    )
-for _params in FIELD_ERROR_CASES:
-    REGISTRY.pair(
-        "dataloader_fields_error",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_error,
-        new=new_error,
-    )
-for _params in GROUP_CASES:
-    REGISTRY.pair(
-        "dataloader_micro_batch_groups",
-        kind="batches",
-        tags=("dataloader",),
-        params=_params,
-        legacy=legacy_groups,
-        new=new_groups,
-    )
+REGISTRY.grid(
+    "dataloader_fields",
+    params=[{**_params, "n": 4} for _params in FIELD_CASES],
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_epoch,
+    new=new_epoch,
+)
+REGISTRY.grid(
+    "dataloader_fields_error",
+    params=FIELD_ERROR_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_error,
+    new=new_error,
+)
+REGISTRY.grid(
+    "dataloader_micro_batch_groups",
+    params=GROUP_CASES,
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_groups,
+    new=new_groups,
+)

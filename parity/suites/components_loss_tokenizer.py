@@ -535,50 +535,53 @@ _LOSS_PAIRS = (
     {"ignore": "prompt", "chunks": 64, "batch": 1, "seq": 20},  # more chunks than rows
 )
 
-for _extra in _LOSS_PAIRS:
-    REGISTRY.pair(
-        "component_loss_vs_legacy",
-        kind="losses",
-        tags=("loss",),
-        seed=0,
-        params={**_LOSS_BASE, **_extra},
-        legacy=legacy_loss,
-        new=new_loss,
-    )
+REGISTRY.grid(
+    "component_loss_vs_legacy",
+    params=[{**_LOSS_BASE, **_extra} for _extra in _LOSS_PAIRS],
+    kind="losses",
+    tags=("loss",),
+    seed=0,
+    legacy=legacy_loss,
+    new=new_loss,
+)
 
 # ignore_index other than -100 (legacy: always -100, so its labels use -100 at the same places).
-for _extra in (
-    {"ignore_index": -1, "chunks": 0},
-    {"ignore_index": 0, "chunks": 0},
-    {"ignore_index": 0, "chunks": 3},
-    {"ignore_index": 5, "chunks": 4},
-):
-    REGISTRY.pair(
-        "component_loss_ignore_index_vs_legacy",
-        kind="losses",
-        tags=("loss",),
-        seed=0,
-        params={"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra},
-        legacy=legacy_loss_ignore_index,
-        new=new_loss_ignore_index,
-    )
+REGISTRY.grid(
+    "component_loss_ignore_index_vs_legacy",
+    params=[
+        {"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra}
+        for _extra in (
+            {"ignore_index": -1, "chunks": 0},
+            {"ignore_index": 0, "chunks": 0},
+            {"ignore_index": 0, "chunks": 3},
+            {"ignore_index": 5, "chunks": 4},
+        )
+    ],
+    kind="losses",
+    tags=("loss",),
+    seed=0,
+    legacy=legacy_loss_ignore_index,
+    new=new_loss_ignore_index,
+)
 
 # reduction sum / none against the legacy formula with that reduction.
-for _extra in (
-    {"reduction": "sum", "chunks": 0},
-    {"reduction": "none", "chunks": 0},
-    {"reduction": "sum", "chunks": 3},
-    {"reduction": "none", "chunks": 3},
-):
-    REGISTRY.pair(
-        "component_loss_reduction_vs_legacy",
-        kind="losses",
-        tags=("loss",),
-        seed=0,
-        params={"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra},
-        legacy=legacy_loss_reduction,
-        new=new_loss_reduction,
-    )
+REGISTRY.grid(
+    "component_loss_reduction_vs_legacy",
+    params=[
+        {"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra}
+        for _extra in (
+            {"reduction": "sum", "chunks": 0},
+            {"reduction": "none", "chunks": 0},
+            {"reduction": "sum", "chunks": 3},
+            {"reduction": "none", "chunks": 3},
+        )
+    ],
+    kind="losses",
+    tags=("loss",),
+    seed=0,
+    legacy=legacy_loss_reduction,
+    new=new_loss_reduction,
+)
 
 _LOSS_STRATEGIES = {
     "batch": st.integers(1, 2),
@@ -586,17 +589,16 @@ _LOSS_STRATEGIES = {
     "data_seed": st.integers(0, 2**16),
     "ignore_pct": st.sampled_from([0, 10, 50, 90, 100]),
 }
-for _chunks in (0, 4):
-    REGISTRY.pair(
-        "component_loss_drawn_vs_legacy",
-        kind="losses",
-        tags=("loss",),
-        seed=0,
-        params={"chunks": _chunks},
-        legacy=legacy_loss_drawn,
-        new=new_loss_drawn,
-        strategies=_LOSS_STRATEGIES,
-    )
+REGISTRY.grid(
+    "component_loss_drawn_vs_legacy",
+    params=[{"chunks": _chunks} for _chunks in (0, 4)],
+    kind="losses",
+    tags=("loss",),
+    seed=0,
+    legacy=legacy_loss_drawn,
+    new=new_loss_drawn,
+    strategies=_LOSS_STRATEGIES,
+)
 
 for _extra in (
     {"ignore": "prompt", "chunks": 0},
@@ -613,34 +615,37 @@ for _extra in (
         backends=("torch", "mindspore"),
     )
 
-for _variant, _special in (
-    ("asset", True),
-    ("asset", False),
-    ("bos_eos", True),
-    ("bos_eos", False),
-    ("pad", True),
-    ("no_eos", True),
-):
-    REGISTRY.pair(
-        "component_tokenizer_vs_legacy",
-        kind="token_ids",
-        tags=("tokenizer",),
-        params={"variant": _variant, "special": _special},
-        legacy=legacy_token_ids,
-        new=new_token_ids,
-    )
+REGISTRY.grid(
+    "component_tokenizer_vs_legacy",
+    params=[
+        {"variant": _variant, "special": _special}
+        for _variant, _special in (
+            ("asset", True),
+            ("asset", False),
+            ("bos_eos", True),
+            ("bos_eos", False),
+            ("pad", True),
+            ("no_eos", True),
+        )
+    ],
+    kind="token_ids",
+    tags=("tokenizer",),
+    legacy=legacy_token_ids,
+    new=new_token_ids,
+)
 
 # Config.pad_token on a tokenizer with a pad token of its own (variant "pad": <|im_end|>) and on
 # one without (asset): the Config wins in both (legacy: the same token in tokenizer_config.json).
-for _variant, _pad in (("pad", "endoftext"), ("asset", "im_end")):
-    REGISTRY.pair(
-        "component_tokenizer_config_pad_vs_legacy",
-        kind="token_ids",
-        tags=("tokenizer",),
-        params={"variant": _variant, "pad": _pad},
-        legacy=legacy_config_pad,
-        new=new_config_pad,
-    )
+REGISTRY.grid(
+    "component_tokenizer_config_pad_vs_legacy",
+    params=[
+        {"variant": _variant, "pad": _pad} for _variant, _pad in (("pad", "endoftext"), ("asset", "im_end"))
+    ],
+    kind="token_ids",
+    tags=("tokenizer",),
+    legacy=legacy_config_pad,
+    new=new_config_pad,
+)
 
 REGISTRY.pair(
     "component_tokenizer_trust_remote_code_vs_legacy",
@@ -661,33 +666,33 @@ REGISTRY.pair(
     new=new_vocab_refusal,
 )
 
-for _variant in ("asset", "bos_eos"):
-    REGISTRY.pair(
-        "component_tokenizer_drawn_vs_legacy",
-        kind="token_ids",
-        tags=("tokenizer",),
-        params={"variant": _variant},
-        legacy=legacy_token_ids,
-        new=new_token_ids,
-        strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
-    )
+REGISTRY.grid(
+    "component_tokenizer_drawn_vs_legacy",
+    params=[{"variant": _variant} for _variant in ("asset", "bos_eos")],
+    kind="token_ids",
+    tags=("tokenizer",),
+    legacy=legacy_token_ids,
+    new=new_token_ids,
+    strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
+)
 
-for _variant in ("asset", "pad", "no_eos"):
-    REGISTRY.pair(
-        "component_tokenizer_transform_vs_legacy",
-        kind="token_ids",
-        tags=("tokenizer",),
-        params={"variant": _variant, "cutoff": 64, "rows": 24},
-        legacy=legacy_transform,
-        new=new_transform,
-    )
+REGISTRY.grid(
+    "component_tokenizer_transform_vs_legacy",
+    params=[{"variant": _variant, "cutoff": 64, "rows": 24} for _variant in ("asset", "pad", "no_eos")],
+    kind="token_ids",
+    tags=("tokenizer",),
+    legacy=legacy_transform,
+    new=new_transform,
+)
 
-for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False)):
-    REGISTRY.golden(
-        "component_tokenizer",
-        kind="token_ids",
-        tags=("tokenizer",),
-        params={"variant": _variant, "special": _special},
-        producer=new_token_ids,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    "component_tokenizer",
+    params=[
+        {"variant": _variant, "special": _special}
+        for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False))
+    ],
+    kind="token_ids",
+    tags=("tokenizer",),
+    producer=new_token_ids,
+    backends=("torch", "mindspore"),
+)

@@ -378,23 +378,22 @@ CASE_PARAMS = (
     {"steps": 12, "log_steps": 10, "tb_log_steps": 4, "throughput": True, "flops": False, "aux": False},
 )
 
-for _params in CASE_PARAMS:
-    REGISTRY.pair(
-        "metrics_processor_vs_callbacks",
-        kind="metrics",
-        tags=("metrics",),
-        params=_params,
-        legacy=legacy_case,
-        new=new_case,
-    )
-    REGISTRY.golden(
-        "metrics_processor",
-        kind="metrics",
-        tags=("metrics",),
-        params=_params,
-        producer=new_case,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    "metrics_processor_vs_callbacks",
+    params=CASE_PARAMS,
+    kind="metrics",
+    tags=("metrics",),
+    legacy=legacy_case,
+    new=new_case,
+)
+REGISTRY.grid(
+    "metrics_processor",
+    params=CASE_PARAMS,
+    kind="metrics",
+    tags=("metrics",),
+    producer=new_case,
+    backends=("torch", "mindspore"),
+)
 
 
 # ----------------------------------------------------------------------------- W&B run identity
@@ -502,12 +501,11 @@ REGISTRY.pair(
     legacy=legacy_wandb_init,
     new=new_wandb_init,
 )
-for _report_to in ("wandb", "none"):
-    REGISTRY.pair(
-        "metrics_wandb_mapped",
-        kind="metrics",
-        tags=("metrics",),
-        params={"report_to": _report_to, "run_name": "mapped-run"},
-        legacy=legacy_wandb_mapped,
-        new=new_wandb_mapped,
-    )
+REGISTRY.grid(
+    "metrics_wandb_mapped",
+    params=[{"report_to": _report_to, "run_name": "mapped-run"} for _report_to in ("wandb", "none")],
+    kind="metrics",
+    tags=("metrics",),
+    legacy=legacy_wandb_mapped,
+    new=new_wandb_mapped,
+)

@@ -320,15 +320,14 @@ _GROUP_PARAMS = (
     },
     {"seed": 2, "frozen": "embed", "lr": 0.0, "eps": 0.0, "weight_decay": 0.0, "beta1": 0.0, "beta2": 0.5},
 )
-for _params in _GROUP_PARAMS:
-    REGISTRY.pair(
-        "optim_groups",
-        kind="param_groups",
-        tags=("optimizer",),
-        params=_params,
-        legacy=legacy_param_groups,
-        new=new_param_groups,
-    )
+REGISTRY.grid(
+    "optim_groups",
+    params=_GROUP_PARAMS,
+    kind="param_groups",
+    tags=("optimizer",),
+    legacy=legacy_param_groups,
+    new=new_param_groups,
+)
 REGISTRY.pair(
     "optim_in_backward_groups",
     kind="param_groups",
@@ -384,15 +383,14 @@ LR_GRID = (
     # 100 * 0.07 == 7.000000000000001: ceil gives 8 warmup steps (a float hazard for any port).
     {"steps": 100, "warmup_ratio": 0.07, "decay_style": "cosine", "lr_min": 0.0},
 )
-for _params in LR_GRID:
-    REGISTRY.pair(
-        "lrsched_grid",
-        kind="lr_curve",
-        tags=("lr_scheduler",),
-        params=_params,
-        legacy=legacy_lr_curve,
-        new=new_lr_curve,
-    )
+REGISTRY.grid(
+    "lrsched_grid",
+    params=LR_GRID,
+    kind="lr_curve",
+    tags=("lr_scheduler",),
+    legacy=legacy_lr_curve,
+    new=new_lr_curve,
+)
 
 # The YAML says 100 steps; the dataset leaves 24 (hf shrink: 198 rows // 8). ceil(24 * 0.1) = 3
 # warmup steps, where a ratio resolved from the YAML would give 10.
@@ -459,15 +457,17 @@ def new_lr_max_curve(*, steps: int, warmup_ratio: float, lr_min: float, lr_max: 
 
 
 # lr_max=0.0 must not fall back to the optimizer's lr (0.0 is a value, not "unset").
-for _lr_max in (0.0, 2 * DEBUG_LR):
-    REGISTRY.pair(
-        "lrsched_lr_max",
-        kind="lr_curve",
-        tags=("lr_scheduler",),
-        params={"steps": 12, "warmup_ratio": 0.25, "lr_min": 4 * DEBUG_LR_MIN, "lr_max": _lr_max},
-        legacy=legacy_lr_max_curve,
-        new=new_lr_max_curve,
-    )
+REGISTRY.grid(
+    "lrsched_lr_max",
+    params=[
+        {"steps": 12, "warmup_ratio": 0.25, "lr_min": 4 * DEBUG_LR_MIN, "lr_max": _lr_max}
+        for _lr_max in (0.0, 2 * DEBUG_LR)
+    ],
+    kind="lr_curve",
+    tags=("lr_scheduler",),
+    legacy=legacy_lr_max_curve,
+    new=new_lr_max_curve,
+)
 
 
 def legacy_warmup_steps_curve(*, steps: int, warmup_steps: int):
@@ -487,15 +487,14 @@ def new_warmup_steps_curve(*, steps: int, warmup_steps: int):
 
 
 # warmup_steps past the horizon: W is not clamped to T (the legacy ratio path is not either).
-for _w in (3, 6):
-    REGISTRY.pair(
-        "lrsched_warmup_steps",
-        kind="lr_curve",
-        tags=("lr_scheduler",),
-        params={"steps": 4, "warmup_steps": _w},
-        legacy=legacy_warmup_steps_curve,
-        new=new_warmup_steps_curve,
-    )
+REGISTRY.grid(
+    "lrsched_warmup_steps",
+    params=[{"steps": 4, "warmup_steps": _w} for _w in (3, 6)],
+    kind="lr_curve",
+    tags=("lr_scheduler",),
+    legacy=legacy_warmup_steps_curve,
+    new=new_warmup_steps_curve,
+)
 
 
 def _lr_strategies() -> dict[str, Any]:
@@ -950,15 +949,14 @@ TOY_GROUP_PARAMS: tuple[dict[str, Any], ...] = (
     {"toy": "parts", "keywords": "minimal"},
     {"toy": "frozen", "keywords": "custom"},
 )
-for _toy_params in TOY_GROUP_PARAMS:
-    REGISTRY.pair(
-        "optim_toy_groups",
-        kind="param_groups",
-        tags=("optimizer",),
-        params=_toy_params,
-        legacy=legacy_toy_groups,
-        new=new_toy_groups,
-    )
+REGISTRY.grid(
+    "optim_toy_groups",
+    params=TOY_GROUP_PARAMS,
+    kind="param_groups",
+    tags=("optimizer",),
+    legacy=legacy_toy_groups,
+    new=new_toy_groups,
+)
 REGISTRY.pair(
     "optim_toy_in_backward_groups",
     kind="param_groups",
@@ -973,15 +971,14 @@ TOY_STEP_PARAMS: tuple[dict[str, Any], ...] = (
     {"toy": "parts", "keywords": "custom", "seed": 1},
     {"toy": "frozen", "keywords": "default", "seed": 2},
 )
-for _toy_params in TOY_STEP_PARAMS:
-    REGISTRY.pair(
-        "optim_toy_step",
-        kind="checkpoint",
-        tags=("optimizer",),
-        params=_toy_params,
-        legacy=legacy_toy_stepped,
-        new=new_toy_stepped,
-    )
+REGISTRY.grid(
+    "optim_toy_step",
+    params=TOY_STEP_PARAMS,
+    kind="checkpoint",
+    tags=("optimizer",),
+    legacy=legacy_toy_stepped,
+    new=new_toy_stepped,
+)
 REGISTRY.pair(
     "optim_toy_in_backward_step",
     kind="checkpoint",
@@ -1079,15 +1076,14 @@ REGISTRY.golden(
     producer=new_trained,
     backends=("torch", "mindspore"),
 )
-for _params in (LR_GRID[1], LR_GRID[3]):
-    REGISTRY.golden(
-        "lrsched_new_curve",
-        kind="lr_curve",
-        tags=("lr_scheduler",),
-        params=_params,
-        producer=new_lr_curve,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    "lrsched_new_curve",
+    params=(LR_GRID[1], LR_GRID[3]),
+    kind="lr_curve",
+    tags=("lr_scheduler",),
+    producer=new_lr_curve,
+    backends=("torch", "mindspore"),
+)
 REGISTRY.golden(
     "optim_toy_new_groups",
     kind="param_groups",

@@ -309,15 +309,14 @@ SCHEDULES: tuple[dict[str, Any], ...] = (
     {"enabled": True, "wait": 1, "warmup": 1, "active": 2, "steps": 5, "rank": 3, "output_dir": "my_traces"},
     {"enabled": True, "wait": 0, "warmup": 1, "active": 2, "steps": 4, "device": "cuda"},
 )
-for _params in SCHEDULES:
-    REGISTRY.pair(
-        "profiler_run",
-        kind=KIND,
-        tags=("profiler",),
-        params=_params,
-        legacy=legacy_profile,
-        new=new_profile,
-    )
+REGISTRY.grid(
+    "profiler_run",
+    params=SCHEDULES,
+    kind=KIND,
+    tags=("profiler",),
+    legacy=legacy_profile,
+    new=new_profile,
+)
 
 
 def _profile_strategies() -> dict[str, Any]:

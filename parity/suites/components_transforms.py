@@ -134,20 +134,23 @@ TRANSFORM_PAIRS: tuple[dict[str, Any], ...] = (
     {"data": "alpaca_grid", "seq": 16, "template": "alpaca"},  # Human/Assistant text, unmasked
     {"data": "alpaca_grid_as_text", "seq": 8, "text_key": "output"},  # hf_datasets: plain text
 )
-for _params in TRANSFORM_PAIRS:
-    REGISTRY.pair(
-        "transform_grid", kind="token_ids", tags=_TAGS, params=_params, legacy=legacy_grid, new=new_grid
-    )
+REGISTRY.grid(
+    "transform_grid",
+    params=TRANSFORM_PAIRS,
+    kind="token_ids",
+    tags=_TAGS,
+    legacy=legacy_grid,
+    new=new_grid,
+)
 
 TRANSFORM_GOLDENS: tuple[dict[str, Any], ...] = tuple(
     {"data": "alpaca_grid_small", "seq": seq} for seq in (8, 22)
 )
-for _params in TRANSFORM_GOLDENS:
-    REGISTRY.golden(
-        "transform_grid_golden",
-        kind="token_ids",
-        tags=_TAGS,
-        params=_params,
-        producer=new_grid,
-        backends=("torch", "mindspore"),
-    )
+REGISTRY.grid(
+    "transform_grid_golden",
+    params=TRANSFORM_GOLDENS,
+    kind="token_ids",
+    tags=_TAGS,
+    producer=new_grid,
+    backends=("torch", "mindspore"),
+)

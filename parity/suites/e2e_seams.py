@@ -122,16 +122,15 @@ def new_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
     return out
 
 
-for _layout in (dict(world=4, tp=2, cp=1), dict(world=8, tp=2, cp=2)):
-    REGISTRY.pair(
-        "trainer_dp_rank",
-        kind="e2e",
-        tags=("e2e",),
-        seed=5,
-        params=_layout,
-        legacy=legacy_dp_ranks,
-        new=new_dp_ranks,
-    )
+REGISTRY.grid(
+    "trainer_dp_rank",
+    params=(dict(world=4, tp=2, cp=1), dict(world=8, tp=2, cp=2)),
+    kind="e2e",
+    tags=("e2e",),
+    seed=5,
+    legacy=legacy_dp_ranks,
+    new=new_dp_ranks,
+)
 
 
 # ----------------------------------------------------------------------------- debug.seed

@@ -205,23 +205,25 @@ REGISTRY.golden(
     producer=param_groups,
 )
 
-for _steps, _ratio, _style, _lr_min in (
-    (20, 0.1, "cosine", 1e-4),
-    (20, 0.15, "cosine", 0.0),
-    (100, 0.05, "cosine", 1e-5),
-    (100, 0.0, "constant", 0.0),
-    (7, 0.5, "cosine", 1e-4),
-    (20, 0.1, "linear", 1e-4),
-    (1, 0.0, "cosine", 0.0),
-    (50, 0.33, "constant", 1e-4),
-):
-    REGISTRY.golden(
-        "legacy_lr",
-        kind="lr_curve",
-        tags=("legacy",),
-        params={"steps": _steps, "warmup_ratio": _ratio, "decay_style": _style, "lr_min": _lr_min},
-        producer=lr_curve,
-    )
+REGISTRY.grid(
+    "legacy_lr",
+    params=[
+        {"steps": _steps, "warmup_ratio": _ratio, "decay_style": _style, "lr_min": _lr_min}
+        for _steps, _ratio, _style, _lr_min in (
+            (20, 0.1, "cosine", 1e-4),
+            (20, 0.15, "cosine", 0.0),
+            (100, 0.05, "cosine", 1e-5),
+            (100, 0.0, "constant", 0.0),
+            (7, 0.5, "cosine", 1e-4),
+            (20, 0.1, "linear", 1e-4),
+            (1, 0.0, "cosine", 0.0),
+            (50, 0.33, "constant", 1e-4),
+        )
+    ],
+    kind="lr_curve",
+    tags=("legacy",),
+    producer=lr_curve,
+)
 
 REGISTRY.golden(
     "legacy_debug_model_loss",
@@ -230,14 +232,13 @@ REGISTRY.golden(
     params={"seed": 0, "batch": 2, "seq": 32},
     producer=model_loss,
 )
-for _dp, _rank in ((1, 0), (2, 0), (2, 1)):
-    REGISTRY.golden(
-        "legacy_dummy_batches",
-        kind="batches",
-        tags=("legacy",),
-        params={"dp_shard": _dp, "rank": _rank, "num": 3},
-        producer=dummy_batches,
-    )
+REGISTRY.grid(
+    "legacy_dummy_batches",
+    params=[{"dp_shard": _dp, "rank": _rank, "num": 3} for _dp, _rank in ((1, 0), (2, 0), (2, 1))],
+    kind="batches",
+    tags=("legacy",),
+    producer=dummy_batches,
+)
 REGISTRY.golden("legacy_multilingual", kind="token_ids", tags=("legacy",), producer=tokenizer_ids)
 REGISTRY.golden(
     "legacy_after_5_steps",

@@ -92,3 +92,63 @@ def test_load_registry_by_module_and_by_file(tmp_path):
     assert loaded.source == f"{cases_file}:CASES"
     with pytest.raises(TypeError, match="expected a parity.cases.Registry"):
         load_registry(f"{cases_file}:Registry")
+
+
+def test_grid_registers_one_case_per_params_with_the_ids_of_pair_and_golden():
+    by_hand, by_grid = Registry(), Registry()
+    grid = [{"steps": 3, "lr": 0.1}, {"steps": 5, "lr": 0.2}]
+    for params in grid:
+        by_hand.pair("warm", kind="lr_curve", tags=("lr_scheduler",), params=params, legacy=_f, new=_f)
+    by_hand.golden("a", kind="batches", seed=2, params={"n": 1}, producer=_f, backends=("torch", "mindspore"))
+    by_hand.golden("b", kind="batches", seed=2, params={"n": 2}, producer=_f, backends=("torch", "mindspore"))
+    cases = by_grid.grid("warm", kind="lr_curve", tags=("lr_scheduler",), params=grid, legacy=_f, new=_f)
+    by_grid.grid(
+        params=[("a", {"n": 1}), ("b", {"n": 2})],
+        kind="batches",
+        seed=2,
+        producer=_f,
+        backends=("torch", "mindspore"),
+    )
+    assert [c.id for c in cases] == ["lr_curve.warm-lr=0.1-steps=3", "lr_curve.warm-lr=0.2-steps=5"]
+    assert [(c.id, c.tags, c.tier, c.backends, c.seed) for c in by_grid] == [
+        (c.id, c.tags, c.tier, c.backends, c.seed) for c in by_hand
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"params": [{"x": 1}], "legacy": _f, "new": _f}, "give name="),
+        ({"name": "g", "params": [{"x": 1}], "legacy": _f}, "expected legacy\\+new"),
+        ({"name": "g", "params": [{"x": 1}], "legacy": _f, "new": _f, "producer": _f}, "either legacy\\+new"),
+    ],
+)
+def test_grid_refuses_a_grid_without_a_name_or_with_mixed_tiers(kwargs, error):
+    with pytest.raises(ValueError, match=error):
+        Registry().grid(kind="value", **kwargs)
+
+
+def test_the_suite_registers_its_grids_in_one_call():
+    """No suite module registers a grid in a ``for`` loop around ``REGISTRY.pair``/``golden``: a
+    loop stays only where the loop variables feed more than the params and the name (a tag, a
+    producer, the backends ...)."""
+    import ast
+    from pathlib import Path
+
+    import parity.suites
+
+    loops = []
+    for path in sorted(Path(parity.suites.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.For):
+                continue
+            targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            for call in ast.walk(node):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                    continue
+                if call.func.attr not in ("pair", "golden"):
+                    continue
+                others = [k.value for k in call.keywords if k.arg != "params"]
+                if not any({n.id for n in ast.walk(v) if isinstance(n, ast.Name)} & targets for v in others):
+                    loops.append(f"{path.name}:{node.lineno}")
+    assert loops == [], f"registration loops that REGISTRY.grid replaces: {loops}"
