@@ -5,6 +5,7 @@ Regenerate with ``python -m parity.assets.build_assets``; the files are determin
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -17,6 +18,7 @@ __all__ = [
     "short_alpaca_json",
     "alpaca_grid_json",
     "text_disk_dir",
+    "text_disk_copy",
     "preset_pt",
 ]
 
@@ -61,6 +63,23 @@ def text_disk_dir() -> Path:
     should copy this folder to a temporary directory first.
     """
     return ASSETS_DIR / "data" / "text_disk"
+
+
+@functools.cache
+def text_disk_copy() -> Path:
+    """A copy of :func:`text_disk_dir` in this process's temp folder (made once per process), for
+    code that loads it with ``datasets``: the cache files ``map`` writes land there, never in the
+    source tree (which may be read-only). Under the parity harness the temp folder is the run's
+    scratch folder (``parity.scratch``), removed with the run."""
+    import atexit
+    import shutil
+    import tempfile
+
+    root, owner = Path(tempfile.mkdtemp(prefix="parity-text-disk-")), os.getpid()
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(root, ignore_errors=True))
+    folder = root / "text_disk"
+    shutil.copytree(text_disk_dir(), folder)
+    return folder
 
 
 def preset_pt(

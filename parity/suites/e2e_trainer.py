@@ -188,7 +188,7 @@ def _dp2_padded(_: Path) -> tuple[str, ...]:
     # (bf16 params) with a frozen MLP, which parallelize keeps in bf16 outside the FSDP groups.
     return (
         "--data.type=hf_datasets",
-        f"--data.train_path={assets.text_disk_dir()}",
+        f"--data.train_path={assets.text_disk_copy()}",  # datasets writes its cache next to it
         _tokenizer(),
         "--data.max_seq_len=64",
         "--train.max_steps=3",

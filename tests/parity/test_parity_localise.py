@@ -285,7 +285,8 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 def test_bisect_prints_the_localisation():
     code, out = _cli("bisect", "value.broken", "--cases", "tests.parity.test_parity_localise:BISECT_REGISTRY")
-    assert code == 0 and "first divergence: step 2, batch, batch[0] -> component dataloader\n  ok" in out
+    # A divergence found is a failure (exit 1), like a failing `parity run`.
+    assert code == 1 and "first divergence: step 2, batch, batch[0] -> component dataloader\n  ok" in out
 
 
 def test_bisect_refuses_unknown_ids_and_cases_without_a_localiser_in_one_line():
