@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -18,6 +17,8 @@ import torch
 from hyper_parallel.platform import GroupInfo, get_platform
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.platform.torch_platform import TRAINING_DTYPES
+from hyper_parallel.trainer import init_helpers
+from hyper_parallel.trainer.init_helpers import TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
 from hyper_parallel.trainer.utils.loss import count_loss_token, mean_global_loss
 
@@ -25,16 +26,6 @@ logger = get_logger(__name__)
 
 # Substrings that put a parameter in the no-decay group (matched on the lower-cased name).
 NO_DECAY_KEYWORDS = ("bias", "layernorm", "norm", "rmsnorm")
-
-
-@dataclass
-class TrainerState:
-    """Progress counters; ``max_steps`` may be changed by the dataset step."""
-
-    max_steps: int = 0
-    global_step: int = 0
-    epoch: int = 0
-    log_history: list = field(default_factory=list)
 
 
 def _get(obj, name: str, default=None):
@@ -98,87 +89,12 @@ class BaseTrainer:
         self._dp_group_info: GroupInfo | None = None
         self.user_callbacks: list = []
 
-    # ------------------------------------------------ helpers shared with HyperTrainer
-    def _helper_setup_distributed(
-        self,
-        *,
-        comm_backend: str | None,
-        local_rank: int,
-        make_parallel_dims,
-        seed: int,
-        deterministic: bool,
-        deterministic_warn_only: bool = False,
-        comm_timeout_seconds: float | None = None,
-    ) -> None:
-        """Spec 1.4 steps 1-6, for both trainers: each passes its own config values in.
-
-        Sets ``device``, ``parallel_dims`` (built by ``make_parallel_dims(world_size)``), ``mesh``
-        and ``_dp_group_info``, seeds the generators and turns determinism on when asked.
-        """
-        platform = get_platform()
-        platform.init_process_group(backend=comm_backend, timeout_seconds=comm_timeout_seconds)
-
-        device_type = platform.device_type()
-        self.device = platform.device(local_rank)
-        handle = platform.get_device_handle(device_type)
-        if hasattr(handle, "set_device"):
-            handle.set_device(local_rank)
-
-        self.parallel_dims = make_parallel_dims(platform.get_world_size())
-        logger.info_rank0("ParallelDims: %s", self.parallel_dims.summary())
-        self.mesh = self.parallel_dims.build_mesh(device_type)
-
-        group = None
-        for name in ("loss", "dp", "dp_shard", "dp_replicate"):
-            try:
-                group = self.mesh.get_group(name)
-                break
-            except (KeyError, RuntimeError, ValueError):
-                continue
-        if group is None and self.mesh.ndim == 1:
-            group = self.mesh.get_group()
-        self._dp_group_info = GroupInfo(
-            group_name="trainer_dp", group=group, rank_size=self.parallel_dims.dp_size
-        )
-
-        try:
-            platform.manual_seed(seed)
-            if hasattr(handle, "manual_seed_all"):
-                handle.manual_seed_all(seed)
-            elif hasattr(handle, "manual_seed"):
-                handle.manual_seed(seed)
-        except Exception as exc:  # noqa: BLE001 - seeding problems are only warned about
-            logger.warning("seeding failed: %s", exc)
-
-        if deterministic:  # torch: deterministic algorithms, cuDNN settings, the cuBLAS workspace
-            platform.set_deterministic(True, warn_only=deterministic_warn_only)
-
-    def _helper_post_parallelize(self, *, init_device: str, mixed_precision: bool, materialize) -> None:
-        """Spec 9.2 for both trainers: materialise on meta, fp32 check, train mode.
-
-        ``materialize()`` is the trainer's own initialisation (legacy: ``_materialize_and_init_shards``;
-        HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two. Initial
-        weights are each trainer's own job after this (legacy: ``_load_weights``; HyperTrainer: the
-        checkpoint component's ``load_weights``), so the harness compares two loaders, not one.
-        """
-        if init_device == "meta":
-            materialize()
-        if mixed_precision:
-            for name, param in self.model.named_parameters():
-                dtype = get_platform().dtype_name(param)
-                if param.requires_grad and dtype != "float32":
-                    raise RuntimeError(
-                        f"trainable parameter {name} is {dtype}; with mixed precision every trainable "
-                        "parameter must be float32 (FSDP2 casts for compute)"
-                    )
-        self.model.train()
-
     # ------------------------------------------------------------------ 1. setup
     def _setup(self) -> None:
         """Process group, device, ParallelDims and mesh, the trainer DP group, seeds, determinism."""
         train = self.args.train
         debug = getattr(train, "debug", None)
-        self._helper_setup_distributed(
+        dist = init_helpers.setup_distributed(
             comm_backend=getattr(train, "comm_backend", None),
             local_rank=getattr(train, "local_rank", 0),
             make_parallel_dims=lambda world_size: ParallelDims.from_config(
@@ -188,6 +104,10 @@ class BaseTrainer:
             deterministic=bool(debug is not None and getattr(debug, "deterministic", False)),
             deterministic_warn_only=bool(getattr(debug, "deterministic_warn_only", False)),
         )
+        self.device = dist.device
+        self.parallel_dims = dist.parallel_dims
+        self.mesh = dist.mesh
+        self._dp_group_info = dist.dp_group_info
         platform = get_platform()
         logger.info_rank0(
             "rank %d / world size %d, mesh dims %s",
@@ -344,7 +264,8 @@ class BaseTrainer:
 
     def _post_parallelize(self) -> None:
         mp = getattr(self.args.train, "mixed_precision", None)
-        self._helper_post_parallelize(
+        init_helpers.post_parallelize(
+            self.model,
             init_device=getattr(self.args.train, "init_device", "meta"),
             mixed_precision=bool(mp is not None and getattr(mp, "enabled", False)),
             materialize=self._materialize_and_init_shards,
@@ -596,8 +517,7 @@ class BaseTrainer:
             callback = getattr(self, name, None)
             if callback is not None:
                 getattr(callback, hook)(self.state, **kwargs)
-        for callback in self.user_callbacks:
-            getattr(callback, hook)(self.state, **kwargs)
+        init_helpers.dispatch_callbacks(self.user_callbacks, hook, self.state, **kwargs)
 
     def on_init_end(self) -> None:
         self._dispatch("on_init_end")
@@ -637,12 +557,13 @@ class BaseTrainer:
         n = len(micro_batches)
 
         counts = [count_loss_token(mb) for mb in micro_batches]
-        global_tokens = self._helper_global_tokens(counts)
+        global_tokens = init_helpers.global_tokens(counts, self._dp_group_info, self.device)
+        self._last_global_tokens = global_tokens
 
         loss_sum = arith_sum = 0.0
         tok_local = 0
         for i, mb in enumerate(micro_batches):
-            self._helper_fsdp_micro_batch_flags(i, n)
+            init_helpers.fsdp_micro_batch_flags(self.model, i, n)
             raw, tok = self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)
             value = raw.item()
             loss_sum += value * tok
@@ -660,65 +581,17 @@ class BaseTrainer:
         self.optimizer.zero_grad()
 
         aggregation = _get(self.args.train.optimizer, "loss_aggregation", "token_weighted")
-        loss = self._helper_reported_loss(
+        loss = init_helpers.reported_loss(
             aggregation,
             loss_sum=loss_sum,
             arith_sum=arith_sum,
             num_micro=n,
             tok_local=tok_local,
             global_tokens=global_tokens,
+            dp_group_info=self._dp_group_info,
+            device=self.device,
         )
         return {"loss": loss, "grad_norm": grad_norm.item()}
-
-    # ------------------------------------------- train-step helpers shared with HyperTrainer
-    def _helper_global_tokens(self, counts: list[int]) -> int:
-        """Loss tokens of this step over the DP ("loss") group, forced >= 1 (spec 12.2 step 2)."""
-        platform = get_platform()
-        local = sum(counts) or 1
-        info = self._dp_group_info
-        if platform.get_world_size() > 1 and info is not None and info.group is not None:
-            t, _ = platform.all_reduce(platform.full((1,), local, device=self.device), info)
-            global_tokens = max(int(t.item()), 1)
-        else:
-            global_tokens = local
-        self._last_global_tokens = global_tokens
-        return global_tokens
-
-    def _helper_fsdp_micro_batch_flags(self, index: int, num_micro: int) -> None:
-        """FSDP2 gradient sync and reshard only around the last micro-batch (spec 12.2 step 3)."""
-        if not get_platform().is_fsdp_module(self.model):
-            return
-        is_last = index == num_micro - 1
-        self.model.set_requires_gradient_sync(is_last)
-        self.model.set_is_last_backward(is_last)
-        if num_micro > 1 and index == 0:
-            self.model.set_reshard_after_backward(False)
-        if num_micro > 1 and is_last:
-            self.model.set_reshard_after_backward(True)
-
-    def _helper_reported_loss(
-        self,
-        aggregation: str,
-        *,
-        loss_sum: float,
-        arith_sum: float,
-        num_micro: int,
-        tok_local: int,
-        global_tokens: int,
-    ) -> float:
-        """The logged loss: global token mean, or the DP mean of per-rank means (spec 12.2 step 6)."""
-        platform = get_platform()
-        info = self._dp_group_info
-        if aggregation == "rank_average":
-            local_mean = arith_sum / max(num_micro, 1)
-            if info is not None and info.rank_size > 1:
-                t, _ = platform.all_reduce(platform.full((1,), local_mean, device=self.device), info)
-                return t.item() / info.rank_size
-            return local_mean
-        if platform.get_world_size() > 1 and info is not None and info.group is not None:
-            t, _ = platform.all_reduce(platform.full((1,), loss_sum, device=self.device), info)
-            return t.item() / max(global_tokens, 1)
-        return loss_sum / max(tok_local, 1)
 
     # ------------------------------------------------------------------ train
     def train(self) -> None:

@@ -1,8 +1,9 @@
 """HyperTrainer: the new trainer, built from ``HyperTrainer.Config`` in the RFC's 11 steps.
 
-It shares the initialisation helpers of ``BaseTrainer`` (distributed setup, post-parallelize,
-weight loading) so that both trainers set up processes, meshes, seeds and weights with one piece
-of code; everything else comes from the Configurable components. The training step mirrors the
+It inherits no legacy class: what it shares with ``BaseTrainer`` (distributed setup,
+post-parallelize, the train-step arithmetic, user-callback dispatch) are the functions of
+``init_helpers``, which return what they build; everything else comes from the Configurable
+components. The training step mirrors the
 legacy step operation for operation (token-weighted scaling, FSDP2 sync flags, clipping, the
 reported loss), with the model returning logits and the loss component computing the loss, so the
 parity harness can compare the two trainers bit for bit.
@@ -15,7 +16,7 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 from hyper_parallel.components.checkpoint import CheckpointManager
 from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
@@ -34,10 +35,12 @@ from hyper_parallel.config import (
     TrainingConfig,
     effective_seed,
 )
-from hyper_parallel.platform import get_platform
+from hyper_parallel.platform import GroupInfo, get_platform
+from hyper_parallel.platform.base import Device
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols import Configurable, ModelSpec, verify_module_protocol
-from hyper_parallel.trainer.base import BaseTrainer, TrainerState
+from hyper_parallel.trainer import init_helpers
+from hyper_parallel.trainer.init_helpers import TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
 from hyper_parallel.trainer.utils.loss import mean_global_loss
 
@@ -82,49 +85,7 @@ class InitStepError(RuntimeError):
         self.step = step
 
 
-def _legacy_only(name: str, instead: str) -> Callable[..., NoReturn]:
-    """A ``BaseTrainer`` method that HyperTrainer does not use: calling it says what to use instead."""
-
-    def method(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
-        raise NotImplementedError(
-            f"{type(self).__name__}.{name}() is a legacy BaseTrainer step that HyperTrainer does not use; "
-            f"use {instead}"
-        )
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"Not used by HyperTrainer (legacy ``BaseTrainer.{name}``): use {instead}."
-    return method
-
-
-# BaseTrainer attributes that HyperTrainer does not have, and where their content lives instead.
-_LEGACY_ATTRIBUTES = {
-    "args": "trainer.config (HyperTrainer.Config)",
-    "train_dataloader": "trainer.dataloader",
-    "train_dataset": "trainer.dataloader",
-    "sampler": "trainer.dataloader (set_epoch, state_dict)",
-    "collate_fn": "trainer.dataloader",
-    "data_transform": "trainer.dataloader",
-    "processor": "trainer.tokenizer",
-    "_grad_accum": "trainer.dataloader.grad_accum",
-    "model_fwd_context": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
-    "model_bwd_context": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
-    "grad_scaler": "training.enable_mixed_precision (FSDP2 MixedPrecisionPolicy, no autocast)",
-    "logging_callback": "trainer.metrics (MetricsProcessor)",
-    "tensorboard_callback": "trainer.metrics (MetricsProcessor)",
-    "wandb_callback": "trainer.metrics (MetricsProcessor)",
-    "progress_callback": "trainer.metrics (the console line)",
-    "checkpoint_callback": "trainer.checkpointer (CheckpointManager)",
-    "hf_export_callback": "trainer.checkpointer (CheckpointManager.export_hf)",
-    "profiler_callback": "trainer.profiler (Profiler)",
-    "gradient_health_callback": "debug.check_nan_inf",
-    "gc_callback": "debug.gc_steps",
-    "eval_callback": "nothing yet (no evaluation on HyperTrainer)",
-    "memory_monitor_callback": "nothing yet (no memory monitor on HyperTrainer)",
-    "moe_monitor_callback": "nothing yet (no MoE monitor on HyperTrainer)",
-}
-
-
-class HyperTrainer(BaseTrainer, Configurable):
+class HyperTrainer(Configurable):
     """``HyperTrainer.Config(...).build()`` -> a trainer; ``train()`` runs the loop."""
 
     @dataclass(kw_only=True, slots=True)
@@ -173,8 +134,34 @@ class HyperTrainer(BaseTrainer, Configurable):
                         f"leave it at its default {default!r}"
                     )
 
+    # Every attribute, with its type; each init step assigns the ones it builds.
+    config: HyperTrainer.Config
+    spec: ModelSpec
+    state: TrainerState
+    init_steps: list[str]
+    last_step_metrics: dict[str, float] | None
+    user_callbacks: list[Any]  # legacy ``callbacks.base.Callback`` objects given to ``add_callback``
+    _last_global_tokens: int | None
+    # 1. setup_distributed
+    device: Device
+    parallel_dims: ParallelDims
+    mesh: Any
+    dp_group_info: GroupInfo
+    # 2-3.
+    tokenizer: BaseTokenizer | None
+    dataloader: BaseDataLoader
+    # 4-8.
+    model_config: Any
+    model: Any
+    # 9-11.
+    optimizer: OptimizersContainer
+    lr_scheduler: LRSchedulersContainer
+    loss_fn: BaseLoss
+    checkpointer: CheckpointManager
+    metrics: MetricsProcessor
+    profiler: Profiler
+
     def __init__(self, config: HyperTrainer.Config) -> None:  # noqa: D107 - the steps document themselves
-        # BaseTrainer.__init__ takes legacy args; this trainer sets its own state instead.
         if config.model_spec is None:
             raise ValueError(
                 "HyperTrainer.Config.model_spec is not set; expected a ModelSpec with model, parallelize_fn "
@@ -183,9 +170,10 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.config = config
         self.spec = config.model_spec
         self.state = TrainerState(max_steps=config.training.steps)
-        self.last_step_metrics: dict[str, float] | None = None
-        self._last_global_tokens: int | None = None
-        self.init_steps: list[str] = []
+        self.last_step_metrics = None
+        self._last_global_tokens = None
+        self.init_steps = []
+        self.user_callbacks = []
         # The RFC's 11 steps, top to bottom; each is recorded, and an error names its step.
         with self._init_step("setup_distributed"):  # 1. process group, ParallelDims, seed, determinism
             self._init_setup_distributed()
@@ -242,7 +230,7 @@ class HyperTrainer(BaseTrainer, Configurable):
                 world_size=world_size,
             )
 
-        self._helper_setup_distributed(
+        dist = init_helpers.setup_distributed(
             comm_backend=cfg.comm.backend,
             local_rank=int(os.environ.get("LOCAL_RANK", "0")),
             make_parallel_dims=make_parallel_dims,
@@ -251,6 +239,10 @@ class HyperTrainer(BaseTrainer, Configurable):
             deterministic_warn_only=cfg.debug.deterministic_warn_only,
             comm_timeout_seconds=cfg.comm.init_timeout_seconds,
         )
+        self.device = dist.device
+        self.parallel_dims = dist.parallel_dims
+        self.mesh = dist.mesh
+        self.dp_group_info = dist.dp_group_info
 
     def _init_tokenizer(self) -> None:
         """No tokenizer for dummy data, nor for preset batches without a path (legacy rule, spec 6.1)."""
@@ -325,7 +317,8 @@ class HyperTrainer(BaseTrainer, Configurable):
             self.model.to_empty(device=device_type)
             self.model.init_weights(buffer_device=device_type)
 
-        self._helper_post_parallelize(
+        init_helpers.post_parallelize(
+            self.model,
             init_device=training.init_device,
             mixed_precision=training.enable_mixed_precision,
             materialize=materialize,
@@ -375,90 +368,35 @@ class HyperTrainer(BaseTrainer, Configurable):
     # get the same events, with the same arguments, at the same points as on ``LLMTrainer``
     # (``parity/suites/e2e_callbacks.py`` records both sequences and compares them).
 
-    @property
-    def user_callbacks(self) -> list:
-        """The callbacks given to ``add_callback``, in order (created on first use)."""
-        callbacks = self.__dict__.get("_user_callbacks")
-        if callbacks is None:
-            callbacks = self.__dict__["_user_callbacks"] = []
-        return callbacks
-
-    @user_callbacks.setter
-    def user_callbacks(self, callbacks: list) -> None:
-        self.__dict__["_user_callbacks"] = callbacks
+    def add_callback(self, callback: Any) -> None:
+        """Append a user callback; its hooks get the legacy events from the next one on."""
+        self.user_callbacks.append(callback)
 
     def _dispatch(self, hook: str, **kwargs: Any) -> None:
         """``hook(state, **kwargs)`` on each user callback; free when there is none."""
-        callbacks = self.__dict__.get("_user_callbacks")
-        if callbacks:
-            state = self.state
-            for callback in callbacks:
-                getattr(callback, hook)(state, **kwargs)
+        if self.user_callbacks:
+            init_helpers.dispatch_callbacks(self.user_callbacks, hook, self.state, **kwargs)
+
+    def on_init_end(self) -> None:
+        self._dispatch("on_init_end")
+
+    def dispatch_log_event(self, metrics: dict[str, Any]) -> None:
+        self._dispatch("on_log", metrics=metrics)
+
+    def dispatch_save_event(self, checkpoint_dir: str) -> None:
+        self._dispatch("on_save", checkpoint_dir=checkpoint_dir)
+
+    def dispatch_load_event(self, checkpoint_dir: str) -> None:
+        self._dispatch("on_load", checkpoint_dir=checkpoint_dir)
+
+    def dispatch_evaluate_event(self, metrics: dict[str, Any] | None = None) -> None:
+        self._dispatch("on_evaluate", metrics=metrics)
 
     def _resolved_load_path(self, step: int) -> str:
         """The folder ``checkpoint.load()`` read: ``load_path`` itself, or its ``step_<N>`` (a run folder)."""
         path = self.checkpointer.config.load_path
         inner = os.path.join(path, f"step_{step}")
         return inner if os.path.isdir(inner) else path
-
-    # Legacy build steps and helpers that HyperTrainer inherits from BaseTrainer but does not use:
-    # each fails with its replacement named, instead of an AttributeError from inside.
-    _setup = _legacy_only(
-        "_setup", "the 'setup_distributed' init step (HyperTrainer.Config.parallelism, comm)"
-    )
-    _build_model = _legacy_only(
-        "_build_model", "HyperTrainer.Config.model_spec (the 'build_model' init step)"
-    )
-    _freeze_model = _legacy_only("_freeze_model", "HyperTrainer.Config.training.freeze_modules")
-    _build_model_assets = _legacy_only(
-        "_build_model_assets", "HyperTrainer.Config.tokenizer (trainer.tokenizer)"
-    )
-    _build_data_transform = _legacy_only("_build_data_transform", "HyperTrainer.Config.dataloader")
-    _build_dataset = _legacy_only("_build_dataset", "HyperTrainer.Config.dataloader")
-    _build_collate_fn = _legacy_only("_build_collate_fn", "HyperTrainer.Config.dataloader")
-    _build_dataloader = _legacy_only(
-        "_build_dataloader", "HyperTrainer.Config.dataloader (trainer.dataloader)"
-    )
-    _make_micro_batch_iterator = _legacy_only(
-        "_make_micro_batch_iterator", "trainer.dataloader.micro_batch_iterator()"
-    )
-    _group_micro_batches = _legacy_only("_group_micro_batches", "trainer.dataloader.micro_batch_iterator()")
-    _build_parallelized_model = _legacy_only(
-        "_build_parallelized_model",
-        "HyperTrainer.Config.model_spec.parallelize_fn (the 'parallelize' init step)",
-    )
-    _post_parallelize = _legacy_only("_post_parallelize", "the 'materialize' init step")
-    _materialize_and_init_shards = _legacy_only(
-        "_materialize_and_init_shards", "the 'materialize' init step (model.init_weights)"
-    )
-    _load_weights = _legacy_only(
-        "_load_weights", "trainer.checkpointer.load_weights(path) (training.weights_path)"
-    )
-    _load_dtype = _legacy_only("_load_dtype", "trainer.checkpointer.load_weights(path)")
-    _load_hf_safetensors = _legacy_only("_load_hf_safetensors", "trainer.checkpointer.load_weights(path)")
-    _load_dcp = _legacy_only("_load_dcp", "trainer.checkpointer.load_weights(path)")
-    _load_single_file = _legacy_only("_load_single_file", "trainer.checkpointer.load_weights(path)")
-    _build_optimizer = _legacy_only("_build_optimizer", "HyperTrainer.Config.optimizer (trainer.optimizer)")
-    _build_lr_scheduler = _legacy_only(
-        "_build_lr_scheduler", "HyperTrainer.Config.lr_scheduler (trainer.lr_scheduler)"
-    )
-    _build_training_context = _legacy_only(
-        "_build_training_context", "HyperTrainer.Config.training.enable_mixed_precision"
-    )
-    _init_callbacks = _legacy_only(
-        "_init_callbacks", "trainer.add_callback(...); metrics, checkpoint and profiler are components"
-    )
-
-    if not TYPE_CHECKING:  # a type checker keeps flagging unknown attributes
-
-        def __getattr__(self, name: str) -> Any:
-            # Only reached when normal lookup fails: a legacy attribute says where its value lives now.
-            instead = _LEGACY_ATTRIBUTES.get(name)
-            if instead is None:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            raise AttributeError(
-                f"{type(self).__name__} has no legacy attribute {name!r} (LLMTrainer/BaseTrainer); use {instead}"
-            )
 
     # ------------------------------------------------------------ train step
     def forward_backward_step(self, micro_batch, mb_tokens: int, global_tokens: int, num_micro: int = 1):
@@ -486,12 +424,13 @@ class HyperTrainer(BaseTrainer, Configurable):
         n = len(micro_batches)
 
         counts = [self.loss_fn.count_tokens(mb) for mb in micro_batches]
-        global_tokens = self._helper_global_tokens(counts)
+        global_tokens = init_helpers.global_tokens(counts, self.dp_group_info, self.device)
+        self._last_global_tokens = global_tokens
 
         loss_sum = arith_sum = 0.0
         tok_local = 0
         for i, mb in enumerate(micro_batches):
-            self._helper_fsdp_micro_batch_flags(i, n)
+            init_helpers.fsdp_micro_batch_flags(self.model, i, n)
             raw, tok = self.forward_backward_step(mb, counts[i], global_tokens, num_micro=n)
             value = raw.item()
             loss_sum += value * tok
@@ -512,13 +451,15 @@ class HyperTrainer(BaseTrainer, Configurable):
         self.lr_scheduler.step()
         self.optimizer.zero_grad()
 
-        loss = self._helper_reported_loss(
+        loss = init_helpers.reported_loss(
             self.config.optimizer.loss_aggregation,
             loss_sum=loss_sum,
             arith_sum=arith_sum,
             num_micro=n,
             tok_local=tok_local,
             global_tokens=global_tokens,
+            dp_group_info=self.dp_group_info,
+            device=self.device,
         )
         return {"loss": loss, "grad_norm": grad_norm}
 

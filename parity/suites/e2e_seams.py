@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import unittest.mock
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -92,25 +93,30 @@ def new_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
     """Every rank's ``HyperTrainer`` after init steps 1-3 (its own ParallelDims rule and dp-rank rule)."""
     import torch
 
-    from hyper_parallel.trainer.base import TrainerState
+    from hyper_parallel.platform import GroupInfo
+    from hyper_parallel.trainer import init_helpers
     from hyper_parallel.trainer.hyper_trainer import INIT_STEPS, HyperTrainer
+    from hyper_parallel.trainer.init_helpers import DistributedSetup, TrainerState
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
     out: dict[str, Any] = {}
     for rank in range(world):
         config = legacy_to_trainer_config(legacy_args(*_dp_argv(tp=tp, cp=cp)))
         trainer = HyperTrainer.__new__(HyperTrainer)
-        trainer.config, trainer.spec = config, config.model_spec  # type: ignore[has-type]
+        assert config.model_spec is not None
+        trainer.config, trainer.spec = config, config.model_spec
         trainer.state = TrainerState(max_steps=config.training.steps)
         trainer.last_step_metrics, trainer._last_global_tokens, trainer.init_steps = None, None, []
 
-        def faked_world(*, make_parallel_dims, trainer=trainer, **_: Any) -> None:
+        def faked_world(*, make_parallel_dims: Any, **_: Any) -> DistributedSetup:
             # Step 1 without a process group or mesh: the world is ``world`` ranks.
-            trainer.parallel_dims = make_parallel_dims(world)
-            trainer.device = torch.device("cpu")
+            dims = make_parallel_dims(world)
+            group = GroupInfo(group_name="trainer_dp", group=None, rank_size=dims.dp_size)
+            return DistributedSetup(
+                device=torch.device("cpu"), parallel_dims=dims, mesh=None, dp_group_info=group
+            )
 
-        trainer._helper_setup_distributed = faked_world  # type: ignore[method-assign]
-        with simulated_rank(rank):
+        with simulated_rank(rank), unittest.mock.patch.object(init_helpers, "setup_distributed", faked_world):
             for name in INIT_STEPS[:3]:
                 with trainer._init_step(name):
                     getattr(trainer, f"_init_{name}")()

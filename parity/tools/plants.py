@@ -1566,12 +1566,12 @@ PLANTS: tuple[Plant, ...] = (
         "inert_shared_report_global_tokens",
         "shared",
         "shared",
-        BASE,
-        "        return loss_sum / max(tok_local, 1)\n",
-        "        return loss_sum / max(global_tokens, 1)\n",
+        "hyper_parallel/trainer/init_helpers.py",
+        "    return loss_sum / max(tok_local, 1)\n",
+        "    return loss_sum / max(global_tokens, 1)\n",
         "one rank: the reported loss divides by global_tokens, which equals the local count there",
         expected="inert",
-        function="BaseTrainer._helper_reported_loss",
+        function="reported_loss",
     ),
 )
 

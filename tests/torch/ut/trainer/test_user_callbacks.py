@@ -15,30 +15,16 @@ from parity.compare import compare
 from parity.legacy_driver import legacy_args
 from parity.suites.e2e_callbacks import PARAMS, legacy_events, new_events, run_events
 
-LEGACY_ONLY = (
-    "_setup",
-    "_build_model",
-    "_freeze_model",
-    "_build_model_assets",
-    "_build_data_transform",
-    "_build_dataset",
-    "_build_collate_fn",
-    "_build_dataloader",
-    "_make_micro_batch_iterator",
-    "_group_micro_batches",
-    "_build_parallelized_model",
-    "_post_parallelize",
-    "_materialize_and_init_shards",
-    "_load_weights",
-    "_load_dtype",
-    "_load_hf_safetensors",
-    "_load_dcp",
-    "_load_single_file",
-    "_build_optimizer",
-    "_build_lr_scheduler",
-    "_build_training_context",
-    "_init_callbacks",
+# What the legacy trainer builds that HyperTrainer gets from its components instead.
+LEGACY_ATTRIBUTES = (
+    "args",
+    "train_dataloader",
+    "sampler",
+    "checkpoint_callback",
+    "grad_scaler",
+    "_grad_accum",
 )
+LEGACY_METHODS = ("_setup", "_build_model", "_build_dataloader", "_load_weights", "_init_callbacks")
 
 
 def _events(run):
@@ -148,22 +134,35 @@ def test_add_callback_works_on_hyper_trainer(hyper_trainer):
     hyper_trainer.dispatch_log_event({"loss": 1.0})  # the base class's no-op hooks accept every event
 
 
-@pytest.mark.parametrize("name", LEGACY_ONLY)
-def test_legacy_only_methods_fail_with_their_replacement(hyper_trainer, name):
-    with pytest.raises(
-        NotImplementedError, match=rf"HyperTrainer\.{name}\(\) is a legacy BaseTrainer step.*use "
-    ):
-        getattr(hyper_trainer, name)()
+def test_hyper_trainer_inherits_nothing_legacy(hyper_trainer):
+    from hyper_parallel.protocols import Configurable
+    from hyper_parallel.trainer.base import BaseTrainer
+
+    assert isinstance(hyper_trainer, Configurable)
+    assert not isinstance(hyper_trainer, BaseTrainer)
+    assert not issubclass(HyperTrainer, BaseTrainer)
+    for name in LEGACY_ATTRIBUTES + LEGACY_METHODS:
+        assert not hasattr(hyper_trainer, name), name
+    assert "__getattr__" not in vars(HyperTrainer)
 
 
-@pytest.mark.parametrize("name", ["args", "train_dataloader", "checkpoint_callback", "grad_scaler"])
-def test_legacy_attributes_name_their_replacement(hyper_trainer, name):
-    with pytest.raises(AttributeError, match=rf"HyperTrainer has no legacy attribute '{name}'.*; use "):
-        getattr(hyper_trainer, name)
-    assert getattr(hyper_trainer, name, None) is None  # getattr with a default and hasattr still work
-    assert not hasattr(hyper_trainer, name)
+def test_every_attribute_is_declared_with_a_type(hyper_trainer):
+    """Each attribute the 11 steps leave on the trainer is annotated in the class body."""
+    declared = set(HyperTrainer.__annotations__)
+    assert set(vars(hyper_trainer)) <= declared, sorted(set(vars(hyper_trainer)) - declared)
+    # and nothing is declared that the init steps do not assign
+    assert declared <= set(vars(hyper_trainer)), sorted(declared - set(vars(hyper_trainer)))
 
 
-def test_other_missing_attributes_are_plain_attribute_errors(hyper_trainer):
-    with pytest.raises(AttributeError, match=r"^'HyperTrainer' object has no attribute 'no_such_thing'$"):
-        hyper_trainer.no_such_thing  # noqa: B018
+def test_both_trainers_dispatch_user_callbacks_through_one_function(monkeypatch, hyper_trainer):
+    from hyper_parallel.trainer import init_helpers
+    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
+
+    calls = []
+    monkeypatch.setattr(init_helpers, "dispatch_callbacks", lambda cbs, hook, state, **kw: calls.append(hook))
+    monkeypatch.setattr(hyper_trainer, "user_callbacks", [object()])
+    hyper_trainer.dispatch_save_event("somewhere")
+    legacy = BaseTrainer.__new__(BaseTrainer)
+    legacy.state, legacy.user_callbacks = TrainerState(), []
+    legacy.dispatch_save_event("somewhere")
+    assert calls == ["on_save", "on_save"]
