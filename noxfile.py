@@ -1,4 +1,4 @@
-"""nox sessions: ``tests``, ``parity`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``.
+"""nox sessions: ``tests``, ``parity`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``, ``selfcheck_quick``.
 
 ``tests``, ``slow`` and ``parity_update`` run once per backend (torch, mindspore), ``parity`` per run
 (torch, mindspore, cross). Each session installs the project with its ``dev`` extra (plus the
@@ -12,6 +12,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s "parity_update(torch)"   # one backend's goldens, serially, with a review of each change
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
     nox -s selfcheck         # plant the divergences of parity/tools/plants.py; how many does the suite catch?
+    nox -s selfcheck_quick   # each case against the plants it claims (parity/tools/claims.py): CI, minutes
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def selfcheck(session: nox.Session) -> None:
     _install_project(session)
     session.run(
         "python", "-m", "parity", "selfcheck", *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
+    )  # fmt: skip
+
+
+@nox.session(reuse_venv=True)
+def selfcheck_quick(session: nox.Session) -> None:
+    """``python -m parity selfcheck --quick``: each plant against only the cases that claim it; a
+    claimed case left green fails with the case and plant named. In ``.ci/run`` after the tests."""
+    _install_project(session)
+    session.run(
+        "python", "-m", "parity", "selfcheck", "--quick", *session.posargs,
         env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
     )  # fmt: skip
 

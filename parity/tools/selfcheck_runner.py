@@ -667,6 +667,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
     parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="run each plant only against the cases that claim it (parity/tools/claims.py); for CI",
+    )
+    parser.add_argument(
         "--json",
         dest="json_path",
         type=Path,
@@ -707,6 +712,10 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.jobs is not None and args.jobs < 1:
         console.print("[bold red]error:[/] --jobs must be >= 1", highlight=False)
         return 2
+    if args.quick:
+        from parity.tools import quick
+
+        return quick.main(args, console)
     if any(a == "--report-dir" or a.startswith("--report-dir=") for a in args.run_args):
         console.print(
             "[bold red]error:[/] --report-dir is the self-check's own (one per run); leave it out of the run args",

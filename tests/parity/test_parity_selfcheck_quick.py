@@ -1,0 +1,93 @@
+"""``python -m parity selfcheck --quick``: every case claims a plant, and a claimed case that stays
+green under its plant fails with the case and the plant named."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from parity.cases import Registry
+from parity.suites import REGISTRY
+from parity.tools.claims import CLAIMS
+from parity.tools.plants import PLANTS
+from parity.tools.quick import QuickPlan, QuickResult, claims_of, make_plan, misses, run_quick
+from parity.tools.selfcheck_runner import RunResult
+
+
+def _f(**_):
+    return {"x": 1}
+
+
+def _registry() -> Registry:
+    reg = Registry(source="test")
+    reg.grid("lr", kind="lr_curve", params=[{"steps": 1}, {"steps": 2}], legacy=_f, new=_f)
+    reg.golden("only_ms", kind="batches", producer=_f, backends=("mindspore",))
+    reg.golden("lonely", kind="batches", producer=_f)
+    return reg
+
+
+CAUGHT = next(p.name for p in PLANTS if p.expected == "caught")
+OTHER = next(p.name for p in PLANTS if p.expected == "caught" and p.name != CAUGHT)
+INERT = next(p.name for p in PLANTS if p.expected == "inert")
+
+
+def test_every_registered_case_claims_a_plant_that_exists_and_can_be_caught():
+    plan = make_plan(REGISTRY)
+    assert plan.problems == [], "\n".join(plan.problems)
+    claimed = {case for cases in plan.cases_of.values() for case in cases}
+    assert claimed == {c.id for c in REGISTRY if "torch" in c.backends}
+
+
+def test_claims_by_name_cover_a_grid_and_an_id_overrides_its_name():
+    reg = _registry()
+    claims = {"lr": (CAUGHT,), "lr_curve.lr-steps=2": (OTHER,), "lonely": (CAUGHT,)}
+    assert [claims_of(c, claims) for c in reg] == [(CAUGHT,), (OTHER,), (), (CAUGHT,)]
+    plan = make_plan(reg, claims=claims)
+    assert plan.problems == []  # only_ms runs on no CI backend: nothing to claim
+    assert plan.cases_of == {
+        CAUGHT: ["lr_curve.lr-steps=1", "batches.lonely"],
+        OTHER: ["lr_curve.lr-steps=2"],
+    }
+
+
+def test_plan_problems_name_the_case_or_claim():
+    claims = {"lr": ("no_such_plant",), "lr_curve.lr-steps=2": (INERT,), "gone_case": (CAUGHT,)}
+    problems = make_plan(_registry(), claims=claims).problems
+    assert problems == [
+        "claim 'gone_case' names no registered case (id or name)",
+        "case lr_curve.lr-steps=1 claims unknown plant 'no_such_plant'",
+        f"case lr_curve.lr-steps=2 claims plant {INERT}, which is inert (it must change nothing)",
+        "case batches.lonely claims no plant (add it to parity/tools/claims.py)",
+    ]
+
+
+def test_misses_name_each_case_left_green_and_the_plant():
+    run = RunResult(rc=1, seconds=1.0, failed=["a.one"])
+    assert misses(QuickResult("p", ["a.one", "a.two"], run=run)) == ["case a.two stayed green under plant p"]
+    assert misses(QuickResult("p", ["a.one"], run=run)) == []
+    broken = QuickResult("p", ["a.one"], error="plant p: its old snippet is not found in f (x.py)")
+    assert misses(broken) == [
+        "plant p: plant p: its old snippet is not found in f (x.py) (1 claimed case(s) unchecked)"
+    ]
+    timed_out = QuickResult("p", ["a.one"], run=RunResult(rc=None, seconds=5.0, error="timed out after 5s"))
+    assert misses(timed_out) == ["plant p: the run gave no result: timed out after 5s"]
+
+
+def test_every_claim_names_a_catalogue_plant():
+    names = {p.name for p in PLANTS}
+    assert {plant for plants in CLAIMS.values() for plant in plants} <= names
+
+
+def test_a_plant_red_on_its_case_passes_and_a_case_left_green_fails_naming_both():
+    """Two real planted runs: the LR warmup plant turns an LR case red; an optimizer plant leaves
+    it green, which fails the quick check with one line naming the case and the plant."""
+    case = "lr_curve.lrsched_grid-decay_style=constant-lr_min=0.0001-steps=7-warmup_ratio=0.5"
+    assert REGISTRY.get(case) is not None
+    plan = QuickPlan(cases_of={"lrsched_warmup_floor": [case], "optim_keywords_case_sensitive": [case]})
+    out = io.StringIO()
+    status = run_quick(plan, console=Console(file=out, width=250, color_system=None), jobs=2)
+    text = out.getvalue()
+    assert status == 1, text
+    assert f"case {case} stayed green under plant optim_keywords_case_sensitive" in text
+    assert "under plant lrsched_warmup_floor" not in text
