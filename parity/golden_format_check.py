@@ -3,7 +3,9 @@
 ``python -m parity.golden_format_check OLD_ROOT NEW_ROOT`` (or ``--git REV`` for the goldens of a
 commit as the old side): for every golden present on both sides, the documents must be equal once
 the fields a format change may add are set aside (``stats`` on tensor leaves, ``made_with`` at the
-top); every tensor hash, inline value, float hex, fingerprint and case block must be unchanged.
+top); every tensor hash, inline value, float hex, the case block and the must-match fingerprint
+fields must be unchanged (informational fingerprint fields, such as the CPU environment variables,
+may differ: they describe the run that rewrote the file).
 Prints one line per golden that moved and exits 1 if any did; a golden on one side only is listed.
 """
 
@@ -48,9 +50,25 @@ def compare_roots(old: dict[str, str], new: dict[str, str]) -> list[str]:
         for key in _FORMAT_ONLY_TOP:
             a.pop(key, None)
             b.pop(key, None)
-        if strip_format(a) != strip_format(b):
-            out.append(f"{rel}: a value changed (not only the format)")
+        moved = [
+            k
+            for k in ("artifacts", "case", "schema_version")
+            if strip_format(a.get(k)) != strip_format(b.get(k))
+        ]
+        fa, fb = a.get("fingerprint", {}), b.get("fingerprint", {})
+        must = [f for f in _must_match(fa) if fa.get(f) != fb.get(f)]
+        if moved or must:
+            out.append(
+                f"{rel}: changed beyond the format: {', '.join(moved + [f'fingerprint.{f}' for f in must])}"
+            )
     return out
+
+
+def _must_match(fingerprint: dict[str, Any]) -> list[str]:
+    """The fingerprint fields a check must match (the others only explain a difference)."""
+    from parity.env import REQUIRED_FINGERPRINT_FIELDS
+
+    return [*REQUIRED_FINGERPRINT_FIELDS, str(fingerprint.get("backend"))]
 
 
 def _read_dir(root: Path) -> dict[str, str]:

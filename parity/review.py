@@ -62,7 +62,9 @@ def review(old_text: str, new_text: str) -> list[str]:
     moved = [k for k in sorted(fp_old.keys() | fp_new.keys()) if fp_old.get(k) != fp_new.get(k)]
     if moved:
         lines.append(
-            "  fingerprint: " + "; ".join(f"{k} {fp_old.get(k)!r} -> {fp_new.get(k)!r}" for k in moved[:4])
+            _clip(
+                "  fingerprint: " + "; ".join(_field_change(k, fp_old.get(k), fp_new.get(k)) for k in moved)
+            )
         )
     groups: dict[str, _Group] = {}
     for path, _leaf in _leaves(new.get("artifacts"), ()):
@@ -70,7 +72,7 @@ def review(old_text: str, new_text: str) -> list[str]:
     _diff(old.get("artifacts"), new.get("artifacts"), (), groups)
     changed = [(k, g) for k, g in groups.items() if g.changed]
     for key, group in changed[:MAX_GROUPS]:
-        lines.append(f"  {key or '(root)'}: {_describe(group)}")
+        lines.append(_clip(f"  {key or '(root)'}: {_describe(group)}"))
     if len(changed) > MAX_GROUPS:
         rest = ", ".join(k for k, _ in changed[MAX_GROUPS:][:6])
         lines.append(f"  and {len(changed) - MAX_GROUPS} more path group(s): {rest}")
@@ -79,6 +81,17 @@ def review(old_text: str, new_text: str) -> list[str]:
     elif not changed and not moved:
         lines.append("  (layout only: the artifacts' values are unchanged)")
     return lines
+
+
+def _field_change(name: str, old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):  # only the entries that differ
+        keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        return "; ".join(f"{name}.{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys)
+    return f"{name} {old!r} -> {new!r}"
+
+
+def _clip(line: str, width: int = 160) -> str:
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 # ----------------------------------------------------------------------------- walking
