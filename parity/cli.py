@@ -219,6 +219,10 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     if args.command == "report":
         return _report(args, console)
     if args.command == "selfcheck":  # each plant's suite runs in a child process of its own
+        if args.quick:  # each plant against only the cases that claim it
+            from parity.tools import quick
+
+            return quick.main(args, console)
         from parity.tools import selfcheck_runner
 
         return selfcheck_runner.main(args, console)

@@ -174,6 +174,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
     """``python -m parity selfcheck --quick`` from parsed arguments (``--plant`` narrows the plants)."""
     from parity.suites import REGISTRY
 
+    if args.jobs is not None and args.jobs < 1:
+        console.print("[bold red]error:[/] --jobs must be >= 1", highlight=False)
+        return 2
     plan = make_plan(REGISTRY)
     if args.plants:
         unknown = sorted(set(args.plants) - {p.name for p in PLANTS})

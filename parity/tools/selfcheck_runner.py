@@ -712,10 +712,6 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.jobs is not None and args.jobs < 1:
         console.print("[bold red]error:[/] --jobs must be >= 1", highlight=False)
         return 2
-    if args.quick:
-        from parity.tools import quick
-
-        return quick.main(args, console)
     if any(a == "--report-dir" or a.startswith("--report-dir=") for a in args.run_args):
         console.print(
             "[bold red]error:[/] --report-dir is the self-check's own (one per run); leave it out of the run args",
