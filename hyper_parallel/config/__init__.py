@@ -4,6 +4,7 @@ Layering: this package imports ``protocols`` and nothing above it; in particular
 imports ``hyper_parallel.trainer`` (the legacy-to-new mapping lives with the trainer).
 """
 
+from hyper_parallel.config.cross_checks import validate_cross_fields
 from hyper_parallel.config.manager import ConfigManager, LegacyFormat
 from hyper_parallel.config.parallelism import ParallelismConfig
 from hyper_parallel.config.runtime import (
@@ -27,4 +28,5 @@ __all__ = [
     "ParallelismConfig",
     "TrainingConfig",
     "effective_seed",
+    "validate_cross_fields",
 ]
