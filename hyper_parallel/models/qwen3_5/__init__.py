@@ -1,7 +1,9 @@
 """Qwen3.5-style debug LM; importing this package registers the ``"qwen3_5"`` ModelSpec."""
 
+from typing import Any
+
 from hyper_parallel.models.qwen3_5.config import FLAVORS, Qwen3_5Config, config_from_args
-from hyper_parallel.models.qwen3_5.model import Qwen3_5ForCausalLM, build_qwen3_5
+from hyper_parallel.models.qwen3_5.model import Qwen3_5ForCausalLM, build_from_config
 from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5
 from hyper_parallel.models.qwen3_5.state_dict import Qwen3_5StateDictAdapter
 from hyper_parallel.models.spec import ModelSpec, get_spec, list_specs, register_spec
@@ -18,6 +20,11 @@ __all__ = [
 ]
 
 MODEL_NAME = "qwen3_5"
+
+
+def build_qwen3_5(args: Any) -> Qwen3_5ForCausalLM:
+    """Build the model from legacy ``args`` (flavour -> universal fields -> config_overrides)."""
+    return build_from_config(config_from_args(args))
 
 
 def _register() -> None:

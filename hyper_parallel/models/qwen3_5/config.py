@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from hyper_parallel.models.qwen3_5.constants import LAYER_TYPES, LINEAR_ATTENTION_NOT_IMPLEMENTED
+
 __all__ = [
     "FLAVORS",
     "LAYER_TYPES",
@@ -16,13 +18,6 @@ __all__ = [
     "config_from_args",
     "on_mindspore",
 ]
-
-LAYER_TYPES = ("full_attention", "linear_attention")
-
-LINEAR_ATTENTION_NOT_IMPLEMENTED = (
-    "GatedDeltaNet linear attention is not implemented; "
-    "use flavor debug or config_overrides.full_attention_interval: 1"
-)
 
 
 @dataclass

@@ -7,17 +7,16 @@ RNG order when the trainer materialises meta parameters.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hyper_parallel.models.qwen3_5.config import (
-    LINEAR_ATTENTION_NOT_IMPLEMENTED,
-    Qwen3_5Config,
-    config_from_args,
-)
+from hyper_parallel.models.qwen3_5.constants import LINEAR_ATTENTION_NOT_IMPLEMENTED
+
+if TYPE_CHECKING:  # the config imports this module to build; at run time this module needs only its fields
+    from hyper_parallel.models.qwen3_5.config import Qwen3_5Config
 
 __all__ = [
     "IGNORE_INDEX",
@@ -28,7 +27,6 @@ __all__ = [
     "Qwen3_5RMSNorm",
     "Qwen3_5RotaryEmbedding",
     "Qwen3_5TextModel",
-    "build_qwen3_5",
 ]
 
 IGNORE_INDEX = -100
@@ -310,11 +308,6 @@ class Qwen3_5ForCausalLM(nn.Module):
                 reduction="mean",
             )
         return {"loss": loss, "logits": logits}
-
-
-def build_qwen3_5(args: Any) -> Qwen3_5ForCausalLM:
-    """Build the model from legacy ``args`` (flavour -> universal fields -> config_overrides)."""
-    return build_from_config(config_from_args(args))
 
 
 def build_from_config(config: Qwen3_5Config) -> Qwen3_5ForCausalLM:

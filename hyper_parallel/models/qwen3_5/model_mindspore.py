@@ -20,17 +20,17 @@ ULPs each) and, less, from torch's blocked CPU SDPA; matmul and rsqrt are bit-id
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import mindspore as ms
 import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.common.initializer import HeUniform, Normal, Uniform, Zero, initializer
 
-from hyper_parallel.models.qwen3_5.config import (
-    LINEAR_ATTENTION_NOT_IMPLEMENTED,
-    Qwen3_5Config,
-)
+from hyper_parallel.models.qwen3_5.constants import LINEAR_ATTENTION_NOT_IMPLEMENTED
+
+if TYPE_CHECKING:  # the config imports this module to build; at run time this module needs only its fields
+    from hyper_parallel.models.qwen3_5.config import Qwen3_5Config
 
 __all__ = [
     "IGNORE_INDEX",
