@@ -1,4 +1,7 @@
-"""Hypothesis profiles for parity tests: dev, ci, nightly, repro; chosen by ``HYPOTHESIS_PROFILE``.
+"""Hypothesis profiles for parity tests: dev, ci, nightly, repro, explore; chosen by ``HYPOTHESIS_PROFILE``.
+
+``explore`` is the nightly run of the drawn ``explore`` cases: 2000 examples at most (about two
+hours of runs), so ``--explore-budget`` (seconds) is what ends it.
 
 ``ci`` extends hypothesis's built-in ``ci`` profile (derandomized, no example database, blobs
 printed), which hypothesis itself loads when ``CI`` is set. Without ``HYPOTHESIS_PROFILE`` the
@@ -12,12 +15,12 @@ import os
 
 __all__ = ["PROFILES", "register_profiles", "selected_profile", "load_selected_profile"]
 
-PROFILES = ("dev", "ci", "nightly", "repro")
+PROFILES = ("dev", "ci", "nightly", "repro", "explore")
 _builtin_ci = None
 
 
 def register_profiles() -> None:
-    """Register the four profiles (idempotent)."""
+    """Register the five profiles (idempotent)."""
     from hypothesis import HealthCheck, Phase, Verbosity, settings
 
     global _builtin_ci
@@ -31,6 +34,13 @@ def register_profiles() -> None:
         deadline=None,
         print_blob=True,
         suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile(
+        "explore",
+        max_examples=2000,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     settings.register_profile(
         "repro",

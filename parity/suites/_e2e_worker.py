@@ -19,10 +19,10 @@ from pathlib import Path
 
 def run_side(side: str, out: Path, overrides: Sequence[str]) -> Path:
     from parity.canonical import to_json
-    from parity.suites.e2e_trainer import ARTIFACTS, ArtifactError, run_legacy, run_new
+    from parity.suites.e2e_trainer import _SIDES, ARTIFACTS, ArtifactError
 
     rank = int(os.environ.get("RANK", "0"))
-    run = {"legacy": run_legacy, "new": run_new}[side]
+    run = _SIDES[side]  # "legacy", "new", or a side another suite registered (a forked rank inherits it)
     artifacts = run(*overrides, workdir=out / side)
     dumped = {}
     for name in ARTIFACTS:

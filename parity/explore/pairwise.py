@@ -1,0 +1,130 @@
+"""A deterministic pairwise covering set of the explore space.
+
+Every pair of values of two features that ``space.pair_allowed`` permits appears in at least one
+point. Greedy, in the AETG manner: each new point starts from the first uncovered pair, then fills
+the remaining features (in a seeded order) with the value that covers the most still-uncovered
+pairs among the features already set, among the values allowed with everything chosen so far.
+Ties go to the earlier value (the default first), so points stay close to the debug recipe where
+coverage does not care. Because every constraint relates two features, a point whose pairs are all
+allowed is valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from parity.explore import space
+
+__all__ = ["all_pairs", "covered_pairs", "covering_set"]
+
+Pair = tuple[str, Any, str, Any]
+
+
+def feasible_pairs(seed: int = 0) -> set[Pair]:
+    """The allowed pairs some valid point holds (what ``covering_set`` must and does cover)."""
+    return covered_pairs(covering_set(seed))
+
+
+def all_pairs(features: Mapping[str, Sequence[Any]] | None = None) -> set[Pair]:
+    """Every allowed pair ``(feature_a, value_a, feature_b, value_b)``, features in declaration order."""
+    features = features or space.FEATURES
+    names = list(features)
+    out: set[Pair] = set()
+    for i, fa in enumerate(names):
+        for fb in names[i + 1 :]:
+            for va, vb in itertools.product(features[fa], features[fb]):
+                if space.pair_allowed(fa, va, fb, vb):
+                    out.add((fa, va, fb, vb))
+    return out
+
+
+def covered_pairs(points: Sequence[Mapping[str, Any]]) -> set[Pair]:
+    names = list(space.FEATURES)
+    out: set[Pair] = set()
+    for p in points:
+        for i, fa in enumerate(names):
+            for fb in names[i + 1 :]:
+                out.add((fa, p[fa], fb, p[fb]))
+    return out
+
+
+def covering_set(
+    seed: int = 0, features: Mapping[str, Sequence[Any]] | None = None, candidates: int = 1
+) -> list[dict[str, Any]]:
+    """Points that together contain every allowed pair; the same list for the same seed."""
+    features = features or space.FEATURES
+    names = list(features)
+    order = {name: i for i, name in enumerate(names)}
+    uncovered = all_pairs(features)
+    rng = random.Random(seed)
+    points: list[dict[str, Any]] = []
+    infeasible: set[Pair] = set()
+    while uncovered:
+        fa, va, fb, vb = min(uncovered, key=lambda p: (order[p[0]], order[p[2]], _rank(features, p)))
+        point, best_gain = None, -1
+        for _ in range(candidates):  # AETG: the best of a few greedy completions
+            candidate = _complete({fa: va, fb: vb}, names, features, order, uncovered, rng)
+            if candidate is None:
+                break
+            gain = len(covered_pairs([candidate]) & uncovered)
+            if gain > best_gain:
+                point, best_gain = candidate, gain
+        if point is None:  # allowed as a pair, impossible with any third value: not required
+            infeasible.add((fa, va, fb, vb))
+            uncovered.discard((fa, va, fb, vb))
+            continue
+        full = {n: point[n] for n in names}
+        if not space.valid(full):
+            raise ValueError(f"covering_set: built an invalid point: {space.violations(full)}")
+        uncovered -= covered_pairs([full])
+        points.append(full)
+    return points
+
+
+def _complete(
+    point: dict[str, Any],
+    names: list[str],
+    features: Mapping[str, Sequence[Any]],
+    order: Mapping[str, int],
+    uncovered: set[Pair],
+    rng: random.Random,
+) -> dict[str, Any] | None:
+    """Fill every other feature: the constrained ones by a depth-first search (values tried in
+    order of gain), the free ones greedily; None when no valid point extends ``point``."""
+    constrained = {r.a for r in space.CONSTRAINTS} | {r.b for r in space.CONSTRAINTS}
+    rest = [n for n in names if n not in point]
+    rng.shuffle(rest)
+    todo = [n for n in rest if n in constrained] + [n for n in rest if n not in constrained]
+
+    def gain(name: str, value: Any, current: Mapping[str, Any]) -> int:
+        return sum(1 for other, v in current.items() if _key(order, name, value, other, v) in uncovered)
+
+    def solve(current: dict[str, Any], i: int) -> dict[str, Any] | None:
+        if i == len(todo):
+            return current
+        name = todo[i]
+        fits = [
+            v for v in features[name] if all(space.pair_allowed(name, v, o, ov) for o, ov in current.items())
+        ]
+        # Stable sort: among equal gains the earlier (default-first) value wins.
+        for value in sorted(fits, key=lambda v: -gain(name, v, current)):
+            found = solve({**current, name: value}, i + 1)
+            if found is not None:
+                return found
+            if name not in constrained:
+                return None  # a free feature never causes a dead end further down
+        return None
+
+    return solve(dict(point), 0)
+
+
+def _key(order: Mapping[str, int], fa: str, va: Any, fb: str, vb: Any) -> Pair:
+    return (fa, va, fb, vb) if order[fa] < order[fb] else (fb, vb, fa, va)
+
+
+def _rank(features: Mapping[str, Sequence[Any]], pair: Pair) -> tuple[int, int]:
+    fa, va, fb, vb = pair
+    return features[fa].index(va), features[fb].index(vb)

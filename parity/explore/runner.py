@@ -1,0 +1,156 @@
+"""Run one explore point on both trainers and return every artifact of each, ready to compare.
+
+The runs are those of ``parity.suites.e2e_trainer`` (``run_legacy``, ``run_new`` and the forked
+multi-rank launch), so an explore point compares exactly the nine artifacts a recipe compares. The
+new side is ``HyperTrainer`` built through the legacy mapping (side ``new``), through the recipe
+command line (sides ``new_cli`` and ``new_cli_wsteps``) or through the command line's YAML path
+(``new_yaml``); the last three are registered here into the e2e side table, so forked ranks find
+them too.
+
+``resume_runs`` is the resume-anywhere property: an uninterrupted run of each trainer saves at step
+``k``; a fresh trainer of each kind resumes from each checkpoint (same trainer and across trainers)
+and must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from parity import canonical
+from parity.env import seed_all
+from parity.explore import cli_route, space
+from parity.suites import e2e_trainer
+from parity.suites.e2e_trainer import ARTIFACTS, ArtifactError, Recipe, run_new
+
+SEED = 42
+
+__all__ = ["SEED", "new_side_of", "point_key", "resume_runs", "run_point", "side_artifacts"]
+
+e2e_trainer._SIDES.setdefault("new_cli", functools.partial(run_new, config_of=cli_route.cli_config))
+e2e_trainer._SIDES.setdefault("new_yaml", functools.partial(run_new, config_of=cli_route.yaml_config))
+e2e_trainer._SIDES.setdefault(
+    "new_cli_wsteps",
+    functools.partial(run_new, config_of=functools.partial(cli_route.cli_config, warmup_as_steps=True)),
+)
+
+
+def new_side_of(point: Mapping[str, Any]) -> str:
+    """The side that builds ``HyperTrainer`` the way the point's ``route`` says."""
+    if point["route"] in ("mapping", "yaml"):
+        return {"mapping": "new", "yaml": "new_yaml"}[point["route"]]
+    return "new_cli_wsteps" if point["warmup_form"] == "steps" else "new_cli"
+
+
+def point_key(point: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(point.items()))
+
+
+def run_point(
+    point: Mapping[str, Any], sides: tuple[str, ...] | None = None, extra: tuple[str, ...] = ()
+) -> dict[str, dict[str, Any]]:
+    """``{side: artifacts}`` of ``point`` (default sides: ``legacy`` and the point's new side)."""
+    sides = sides or ("legacy", new_side_of(point))
+    with tempfile.TemporaryDirectory(prefix="parity-explore-") as tmp:
+        scratch = Path(tmp)
+        overrides = (*space.render(point, scratch / "assets"), *extra)
+        return _run_sides(sides, point["world"], scratch, overrides)
+
+
+def _run_sides(
+    sides: tuple[str, ...], world: int, scratch: Path, overrides: tuple[str, ...], keep: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    if world == 1:
+        out = {}
+        for side in sides:  # each side from the same global RNG state, as the engine seeds a producer
+            seed_all(SEED)
+            out[side] = e2e_trainer._SIDES[side](*overrides, workdir=None if keep is None else keep / side)
+        return out
+    recipe = Recipe("explore", "a drawn explore point", lambda _: overrides, nproc=world)
+    return e2e_trainer._run_multirank(sides, recipe, scratch, overrides)
+
+
+_CACHE: OrderedDict[tuple, dict[str, dict[str, Any]]] = OrderedDict()
+
+
+def cached_run(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``run_point`` of the last few points: the two producers of one case share one run."""
+    key = point_key(point)
+    if key not in _CACHE:
+        _CACHE[key] = run_point(point)
+        while len(_CACHE) > 2:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return _CACHE[key]
+
+
+def side_artifacts(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The nine artifacts of one side as one tree (``{artifact: value}``): a difference's path
+    names its artifact. An artifact that could not be read raises its ``ArtifactError``."""
+    out = {}
+    for name in ARTIFACTS:
+        value = run[name]
+        if isinstance(value, ArtifactError):
+            raise value
+        out[name] = value
+    return out
+
+
+# ----------------------------------------------------------------------------- resume anywhere
+RESUME_ROUTES = ("legacy_to_legacy", "new_to_new", "legacy_to_new", "new_to_legacy")
+_TAIL = ("losses", "grad_norms", "lr_curve", "batches", "metrics", "checkpoint", "hf_export")
+
+
+def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
+    """``{"expected": {route: tail}, "actual": {route: tail}}`` for every resume route.
+
+    Each trainer runs ``point`` uninterrupted, saving every ``k`` steps; for each route a fresh
+    trainer of the second kind loads ``step_k`` of the first kind's run and trains to the end. Its
+    ``tail`` (curves and batches of steps ``k+1..T``, metric records of those steps, final
+    checkpoint and HF export) must equal the tail of the second kind's uninterrupted run.
+    Single-rank points only.
+    """
+    if point["world"] != 1:
+        raise ValueError("resume_runs: single-rank points only (world=1)")
+    new = new_side_of(point)
+    with tempfile.TemporaryDirectory(prefix="parity-resume-") as tmp:
+        scratch = Path(tmp)
+        base = space.render(point, scratch / "assets")
+        overrides = (*base, f"--train.checkpoint.save_steps={k}")
+        full = _run_sides(("legacy", new), 1, scratch, overrides, keep=scratch / "full")
+        expected: dict[str, Any] = {}
+        actual: dict[str, Any] = {}
+        kinds = {"legacy": "legacy", "new": new}
+        for route in RESUME_ROUTES:
+            source, target = route.split("_to_")
+            load = scratch / "full" / kinds[source] / "ckpt" / f"step_{k}"
+            seed_all(SEED)
+            resumed = e2e_trainer._SIDES[kinds[target]](
+                *overrides, f"--train.checkpoint.load_path={load}", workdir=scratch / route
+            )
+            expected[route] = _tail(full[kinds[target]], k)
+            actual[route] = _tail(resumed, 0)
+        return {"expected": expected, "actual": actual}
+
+
+def _tail(run: Mapping[str, Any], k: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in _TAIL:
+        value = run[name]
+        if isinstance(value, ArtifactError):
+            raise value
+        if name in ("losses", "grad_norms", "lr_curve", "batches"):
+            value = value[k:]
+        elif name == "metrics":
+            value = {"keys": value["keys"], "values": [r for r in value["values"] if _step(r) > k]}
+        out[name] = value
+    return out
+
+
+def _step(record: Mapping[str, Any]) -> float:
+    step = record.get("step", 0)
+    return step.value if isinstance(step, canonical.FloatLeaf) else step

@@ -1,0 +1,205 @@
+"""Explored end to end (tier A, tag ``explore``): configurations the harness chooses, not a person.
+
+Three families, all comparing ``LLMTrainer`` with ``HyperTrainer`` built from the same legacy YAML
+(through the legacy mapping or through ``--module qwen3_5 --config debug`` plus flags, as the point's
+``route`` says), every artifact of ``parity.suites.e2e_trainer.ARTIFACTS`` bit for bit:
+
+- ``explore_cover``: a fixed pairwise covering set of ``parity.explore.space`` (every allowed
+  pair of feature values in at least one point; seeded, so ids and points never move);
+- ``explore_drawn``: hypothesis-drawn points, as many as the budget allows
+  (``--explore-budget SECONDS``; one without it); a failure is shrunk to the smallest diverging
+  point, written as YAML under ``parity/reports/explore/<id>/`` with a one-line reproduce
+  command, and localised;
+- ``explore_resume``: resume anywhere: a drawn point and step ``k``; each trainer resumed from
+  each trainer's ``step_k`` must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit
+  (plus one fixed point, so the default run checks it too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.cases import REGISTRY
+from parity.explore import pairwise, space
+from parity.explore.strategies import Budget, describe, points, resume_points
+
+_SEED = 42
+COVER_SEED = 19  # the smallest covering set of seeds 0-19 (30 points)
+TAG = "explore"
+
+# The fixed covering set; ``python -m parity list --tag explore`` shows its cases.
+COVERING: list[dict[str, Any]] = pairwise.covering_set(COVER_SEED)
+
+# A fixed resume point: 2 ranks of nothing, async saves with the HF export, accumulation 2.
+RESUME_FIXED: tuple[dict[str, Any], int] = (
+    {**space.default_point(), "steps": 4, "accum": 2, "save_async": True, "warmup": 0.5},
+    2,
+)
+
+
+# ----------------------------------------------------------------------------- producers
+def _side(point: dict[str, Any], which: str) -> dict[str, Any]:
+    from parity.explore import runner
+
+    runs = runner.cached_run(point)
+    side = "legacy" if which == "legacy" else runner.new_side_of(point)
+    return runner.side_artifacts(runs[side])
+
+
+def cover_legacy(*, point: int) -> dict[str, Any]:
+    return _side(COVERING[point], "legacy")
+
+
+def cover_new(*, point: int) -> dict[str, Any]:
+    return _side(COVERING[point], "new")
+
+
+def localise_cover(*, point: int) -> dict[str, Any]:
+    return _report(COVERING[point], note=f"covering point {point}")
+
+
+BUDGETS: dict[str, Budget] = {"drawn": Budget(), "resume": Budget()}
+LAST_FAILING: dict[str, Any] = {}
+
+
+def drawn_legacy(*, point: dict[str, Any]) -> dict[str, Any]:
+    from hypothesis import reject
+
+    if not BUDGETS["drawn"].admit():
+        reject()  # the budget is spent: the remaining draws are discarded unrun
+    return _side(point, "legacy")
+
+
+def _differ(legacy: Any, new: Any) -> bool:
+    """Whether the engine will find a difference (the same canonical form, the same compare)."""
+    from parity.canonical import canonicalise
+    from parity.compare import compare
+
+    kind = "e2e_explore"
+    return bool(compare(canonicalise(legacy, kind), canonicalise(new, kind), root=kind))
+
+
+def drawn_new(*, point: dict[str, Any]) -> dict[str, Any]:
+    new = _side(point, "new")
+    if _differ(_side(point, "legacy"), new):
+        BUDGETS["drawn"].failed()
+        LAST_FAILING["drawn"] = point  # hypothesis replays the shrunk example last
+    return new
+
+
+def localise_drawn() -> dict[str, Any]:
+    point = LAST_FAILING.get("drawn")
+    if point is None:
+        return {"line": "not localised: no drawn point failed in this process"}
+    return _report(point, note="shrunk drawn point")
+
+
+def resume_expected(*, point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    from hypothesis import reject
+
+    if not BUDGETS["resume"].admit():
+        reject()
+    return _resume(point_k)["expected"]
+
+
+def resume_actual(*, point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    runs = _resume(point_k)
+    if _differ(runs["expected"], runs["actual"]):
+        BUDGETS["resume"].failed()
+        LAST_FAILING["resume"] = point_k
+    return runs["actual"]
+
+
+def resume_fixed_expected() -> dict[str, Any]:
+    return _resume(RESUME_FIXED)["expected"]
+
+
+def resume_fixed_actual() -> dict[str, Any]:
+    return _resume(RESUME_FIXED)["actual"]
+
+
+def localise_resume() -> dict[str, Any]:
+    point_k = LAST_FAILING.get("resume")
+    if point_k is None:
+        return {"line": "not localised: no drawn resume point failed in this process"}
+    point, k = point_k
+    return _report(point, note=f"shrunk resume point, resumed at step {k}", localise=False)
+
+
+_RESUME_CACHE: dict[Any, dict[str, Any]] = {}
+
+
+def _resume(point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
+    from parity.explore import runner
+
+    point, k = point_k
+    key = (runner.point_key(point), k)
+    if key not in _RESUME_CACHE:
+        _RESUME_CACHE.clear()
+        _RESUME_CACHE[key] = runner.resume_runs(point, k)
+    return _RESUME_CACHE[key]
+
+
+def _report(point: dict[str, Any], *, note: str, localise: bool = True) -> dict[str, Any]:
+    """Write the point's YAML files and reproduce line; add the localiser's first divergence."""
+    from parity.explore import shrunk
+
+    path = shrunk.write_point(point, note=note)
+    data: dict[str, Any] = {
+        "line": f"{note}: {describe(point)}; YAML {path.parent / 'train.yaml'}; "
+        f"reproduce: {shrunk.reproduce_line(path)}",
+        "evidence": [f"point: {path}", f"reproduce: {shrunk.reproduce_line(path)}"],
+    }
+    if localise:
+        try:
+            found = shrunk.localise_point(point, seed=_SEED)
+        except Exception as exc:  # noqa: BLE001 - the divergence stays the news
+            found = {"line": f"not localised: {type(exc).__name__}: {exc}"}
+        data["line"] += "\n" + str(found.get("line"))
+        data["evidence"] += list(found.get("evidence") or [])
+        data["localisation"] = found
+    return data
+
+
+# ----------------------------------------------------------------------------- registration
+for _i in range(len(COVERING)):
+    REGISTRY.pair(
+        "explore_cover",
+        kind="e2e_explore",
+        tags=(TAG,),
+        seed=_SEED,
+        params={"point": _i},
+        legacy=cover_legacy,
+        new=cover_new,
+        share=f"explore:{_i}",
+        localise=localise_cover,
+    )
+REGISTRY.pair(
+    "explore_drawn",
+    kind="e2e_explore",
+    tags=(TAG,),
+    seed=_SEED,
+    legacy=drawn_legacy,
+    new=drawn_new,
+    strategies={"point": points()},
+    localise=localise_drawn,
+)
+REGISTRY.pair(
+    "explore_resume",
+    kind="e2e_explore",
+    tags=(TAG,),
+    seed=_SEED,
+    legacy=resume_expected,
+    new=resume_actual,
+    strategies={"point_k": resume_points()},
+    localise=localise_resume,
+)
+REGISTRY.pair(
+    "explore_resume_fixed",
+    kind="e2e_explore",
+    tags=(TAG,),
+    seed=_SEED,
+    legacy=resume_fixed_expected,
+    new=resume_fixed_actual,
+    share="explore:resume_fixed",
+)
