@@ -42,7 +42,7 @@ from rich.text import Text
 from parity import golden, numerics, parallel
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
-from parity.report import load_reports, localisation_lines, run_summary_path, write_json_atomic
+from parity.report import load_last_run, localisation_lines, run_summary_path, with_decimal, write_json_atomic
 from parity.select import keyword_matches
 
 DEFAULT_CASES = "parity.suites:REGISTRY"
@@ -963,7 +963,9 @@ def _report(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
         )
         return 0
-    reports = load_reports(args.report_dir)
+    last = load_last_run(args.report_dir)  # the run `report --html` shows too, never an earlier one's
+    console.print(last.stamp, highlight=False)
+    reports = last.reports
     shown = 0
     for path, data, error in reports:
         if error is not None:
@@ -983,8 +985,8 @@ def _report(args: argparse.Namespace, console: Console) -> int:
             ("error", data.get("error")),
             ("artifact path", summary.get("artifact_path")),
             ("first index", summary.get("first_index")),
-            ("expected", summary.get("expected")),
-            ("actual", summary.get("actual")),
+            ("expected", with_decimal(summary.get("expected"))),
+            ("actual", with_decimal(summary.get("actual"))),
             ("mismatches", summary.get("mismatch_count")),
             ("max |diff|", summary.get("max_abs_diff")),
             ("max ULP", summary.get("max_ulp")),

@@ -7,7 +7,9 @@ reproduces it (with the hypothesis blob when the inputs were generated). JSON re
 A tier A case with a localiser adds where its two sides first diverged (``localisation``: the
 greppable ``first divergence: ...`` line, evidence, and what ``parity.tools.html_report`` plots).
 ``python -m parity run`` also writes ``parity/reports/last_run.json``: every case of the run with
-its status and time (``load_run_summary``).
+its status and time (``load_run_summary``). ``parity report`` and ``report --html`` both show the
+reports of that run only (``load_last_run``): a report left by an earlier run, of a case this run
+did not fail, is counted as stale and not shown.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ __all__ = [
     "write_json_atomic",
     "load_reports",
     "load_run_summary",
+    "load_last_run",
+    "LastRun",
+    "with_decimal",
     "localisation_lines",
     "run_summary_path",
     "MAX_TEXT_DIFFERENCES",
@@ -247,3 +252,68 @@ def load_reports(report_dir: Path) -> list[tuple[Path, dict[str, Any] | None, st
         except (OSError, ValueError) as exc:
             out.append((path, None, f"{path}: unreadable report ({exc})"))
     return out
+
+
+_FAILING = ("fail", "error")
+
+
+@dataclass
+class LastRun:
+    """The reports of the last ``parity run`` (``summary``: its ``last_run.json``, or None when
+    the folder has none, e.g. reports of pytest runs: then every report is shown)."""
+
+    summary: dict[str, Any] | None
+    reports: list[tuple[Path, dict[str, Any] | None, str | None]]
+    stale: int = 0  # reports under the folder from earlier runs, not shown
+
+    @property
+    def stamp(self) -> str:
+        """Which run this is, in words: ``last run finished <time> (<n> cases)``."""
+        if self.summary is None:
+            return "no last_run.json: every report in the folder"
+        status = str(self.summary.get("status", "finished"))
+        when = self.summary.get(status) or self.summary.get("finished") or self.summary.get("started") or "?"
+        stale = f"; {self.stale} report(s) of earlier runs not shown" if self.stale else ""
+        return f"last run {status} {when} ({len(self.summary.get('cases') or [])} cases){stale}"
+
+
+def load_last_run(report_dir: Path) -> LastRun:
+    """The reports of the last run: those of its failing cases (an unreadable file is kept as an
+    error line; it may be this run's). Without ``last_run.json``, every report."""
+    summary = load_run_summary(report_dir)
+    reports = load_reports(report_dir)
+    if summary is None:
+        return LastRun(None, reports)
+    failing = {
+        (c.get("backend"), c.get("platform"), c.get("case_id"))
+        for c in summary["cases"]
+        if isinstance(c, dict) and c.get("status") in _FAILING
+    }
+    kept, stale = [], 0
+    for path, data, error in reports:
+        if (
+            data is not None
+            and (data.get("backend"), data.get("platform"), data.get("case_id")) not in failing
+        ):
+            stale += 1
+            continue
+        kept.append((path, data, error))
+    return LastRun(summary, kept, stale)
+
+
+def with_decimal(value: Any) -> Any:
+    """A hex float (``0x1.8p+1``), or a text holding some, with each one's decimal value first:
+    ``3.0 (0x1.8p+1)``; anything else as it is."""
+    if not isinstance(value, str) or "0x" not in value:
+        return value
+    import re
+
+    def decimal(match: re.Match[str]) -> str:
+        text = match.group(0)
+        try:
+            number = float.fromhex(text)
+        except (ValueError, OverflowError):
+            return text
+        return f"{number!r} ({text})"
+
+    return re.sub(r"[-+]?0x[0-9a-fA-F]*(?:\.[0-9a-fA-F]*)?p[-+]?\d+", decimal, value)

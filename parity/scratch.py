@@ -5,6 +5,10 @@ and ranks, which end with ``os._exit`` and never run ``atexit``; a folder one of
 outlive the run. :func:`install` points ``tempfile`` (and ``TMPDIR``, for subprocesses) at one
 folder under the system temp folder, which the process that made it removes when it exits,
 together with whatever its children left there. A green run leaves nothing behind.
+
+torch's compiler cache (``TORCHINDUCTOR_CACHE_DIR``, made empty when ``torch._dynamo`` is first
+imported, by default under the temp folder) is a cache, not scratch: it goes to the user's cache
+folder, so a late import after the run cannot leave a folder in the temp folder either.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ def install() -> Path:
     _owner = os.getpid()
     tempfile.tempdir = str(_root)
     os.environ["TMPDIR"] = str(_root)
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "torchinductor")
     atexit.register(cleanup)
     return _root
 

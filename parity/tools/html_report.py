@@ -1,16 +1,22 @@
 """``python -m parity report --html PATH``: one self-contained HTML page of the last run's reports.
 
-The page holds, with no external resource (styles inline, images as ``data:image/png;base64``):
+The page holds, with no external resource (styles inline, images as ``data:image/png;base64``),
+in the order a reader needs them:
 
-- the environment fingerprint the run checked in;
-- a summary table of the cases (id, tier, backend, status, time): every case of the last
-  ``python -m parity run`` (``last_run.json``), else every report found;
-- for each failing case: its first difference, the localisation (the greppable
-  ``first divergence: ...`` line and its evidence), legacy-vs-new curves of loss, grad norm and
-  LR per step with the divergence step marked, and a heat map of where the first diverging
-  tensor's elements differ (ULP distance; block maxima when the tensor is large), drawn with
-  matplotlib's Agg backend from what the JSON report stores (``localisation.curves`` and
-  ``localisation.tensor``, see ``parity.tools.localise``).
+- the verdict (how many cases fail), the environment in one line, and which run this is (the
+  last ``python -m parity run``, ``parity.report.load_last_run``: the same reports ``parity
+  report`` prints, never those of an earlier run);
+- the failing cases, most telling first (a localised end-to-end failure in the artifact where its
+  recipe first diverged, then that recipe's downstream artifacts, then the rest), each with its
+  first difference in decimal and hex, the localisation (the greppable ``first divergence: ...``
+  line and its evidence), and a heat map of where the first diverging tensor's elements differ
+  (ULP distance; block maxima when the tensor is large); legacy-vs-new curves of loss, grad norm
+  and LR per step, once per recipe, with the divergence step marked; drawn with matplotlib's Agg
+  backend from what the JSON report stores (``localisation.curves`` and ``localisation.tensor``,
+  see ``parity.tools.localise``);
+- the table of every case (id, tier, backend, status, time) and the full fingerprint, collapsed.
+
+``scripts/screenshot_report.sh`` renders a page in headless Chromium to check it by eye.
 
 It reads JSON only: it neither imports the framework nor reruns anything.
 """
@@ -28,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.fileio import write_text_atomic
-from parity.report import load_reports, load_run_summary
+from parity.report import load_last_run, with_decimal
 from parity.select import keyword_matches
 
 __all__ = ["Written", "write_html", "curves_png", "heatmap_png"]
@@ -198,6 +204,9 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.6em; overflow-x: a
 pre.line { background: #fff4e5; border-color: #f0b060; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0; }
 .muted { color: #666; font-size: 0.9em; }
+h1.red { color: #b00020; } h1.green { color: #17702b; }
+p.env { font-family: monospace; background: #f3f3f3; padding: 0.4em; }
+details { margin: 1em 0; } summary { cursor: pointer; font-weight: bold; }
 """
 
 
@@ -217,27 +226,24 @@ def _anchor(case_id: str, backend: str) -> str:
 def write_html(
     report_dir: Path, path: Path, *, png_dir: Path | None = None, keyword: str | None = None
 ) -> Written:
-    """Write the page for the reports under ``report_dir`` to ``path`` (and its PNGs to ``png_dir``)."""
+    """Write the page for the last run's reports under ``report_dir`` to ``path`` (and its PNGs
+    to ``png_dir``). The page opens on the verdict: the environment in one line, then the failing
+    cases, most telling first; the table of every case comes last, collapsed."""
     report_dir, path = Path(report_dir), Path(path)
-    summary = load_run_summary(report_dir)
-    reports = load_reports(report_dir)
+    last = load_last_run(report_dir)  # the same run `parity report` prints
+    summary = last.summary
     cases = list(summary["cases"]) if summary else []
-    failing_keys = {
-        (c.get("backend"), c.get("platform"), c.get("case_id")) for c in cases if c.get("status") in _FAILING
-    }
     shown: list[dict[str, Any]] = []
     unreadable: list[str] = []
-    for _, data, error in reports:
+    for _, data, error in last.reports:
         if error is not None:
             unreadable.append(error)
             continue
         assert data is not None
-        key = (data.get("backend"), data.get("platform"), data.get("case_id"))
-        if summary is not None and key not in failing_keys:
-            continue  # a report left by an earlier run (its case did not run this time)
         if keyword and not keyword_matches(keyword, str(data.get("case_id", ""))):
             continue
         shown.append(data)
+    shown.sort(key=_telling)
     if summary is None:
         cases = [
             {
@@ -254,20 +260,98 @@ def write_html(
         cases = [c for c in cases if keyword_matches(keyword, str(c.get("case_id", "")))]
     fingerprint = _fingerprint(summary, shown)
     reported = {(d.get("backend"), d.get("case_id")) for d in shown}
+    errors = [
+        c
+        for c in cases
+        if c.get("status") == "error" and (c.get("backend"), c.get("case_id")) not in reported
+    ]
+    failing = len(shown) + len(errors)
 
     body: list[str] = []
     generated = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    body.append("<h1>parity report</h1>")
-    finished = f", last run finished {_esc(summary.get('finished'))}" if summary else ""
-    body.append(f'<p class="muted">reports: {_esc(report_dir)}{finished}; page written {_esc(generated)}</p>')
+    verdict = f"{failing} failing of {len(cases)}" if failing else f"all {len(cases)} cases pass"
+    body.append(f'<h1 class="{"red" if failing else "green"}">parity: {_esc(verdict)}</h1>')
+    body.append(f'<p class="env">{_esc(_environment_line(fingerprint))}</p>')
+    body.append(
+        f'<p class="muted">{_esc(last.stamp)}; reports: {_esc(report_dir)}; page written {_esc(generated)}</p>'
+    )
     for error in unreadable:
         body.append(f'<p class="muted">unreadable: {_esc(error)}</p>')
 
-    body.append("<h2>Cases</h2>")
+    images = 0
+    png_files: list[Path] = []
+    if png_dir is not None:
+        Path(png_dir).mkdir(parents=True, exist_ok=True)
+
+    def embed(png: bytes | None, alt: str, stem: str) -> None:
+        nonlocal images
+        if png is None:
+            return
+        body.append(_img(png, alt))
+        images += 1
+        if png_dir is not None:
+            target = Path(png_dir) / f"{stem}.png"
+            target.write_bytes(png)
+            png_files.append(target)
+
+    if shown or errors:
+        body.append("<h2>Failing cases, most telling first</h2>")
+        body.append("<ol>")
+        for data in shown:
+            case_id, backend = str(data.get("case_id")), str(data.get("backend"))
+            line = (data.get("localisation") or {}).get("line") or _headline(data)
+            body.append(
+                f'<li><a href="#{_anchor(case_id, backend)}">{_esc(case_id)}</a> ({_esc(backend)}): '
+                f'<span class="muted">{_esc(line)}</span></li>'
+            )
+        for c in errors:
+            body.append(f"<li>{_esc(c.get('case_id'))} ({_esc(c.get('backend'))}): error</li>")
+        body.append("</ol>")
+    figures_of: set[str] = set()  # recipes whose curves and heat map are drawn (once per recipe)
+    for data in shown:
+        case_id, backend = str(data.get("case_id")), str(data.get("backend"))
+        body.append(f'<h3 id="{_anchor(case_id, backend)}">{_esc(case_id)}</h3>')
+        body.append(
+            f'<p class="muted">backend {_esc(backend)}, platform {_esc(data.get("platform"))}, '
+            f"tier {_esc(data.get('tier'))}, kind {_esc(data.get('kind'))}</p>"
+        )
+        body.append(_first_difference(data))
+        localisation = data.get("localisation") or None
+        if localisation:
+            body.append(f'<pre class="line">{_esc(localisation.get("line"))}</pre>')
+            evidence = localisation.get("evidence") or []
+            if evidence:
+                body.append("<pre>" + _esc("\n".join(str(e) for e in evidence)) + "</pre>")
+            recipe = str(localisation.get("recipe") or case_id)
+            if recipe in figures_of:  # the recipe's replay is one: its figures are drawn once
+                body.append(
+                    f'<p class="muted">figures: see the first case of recipe {_esc(recipe)} above</p>'
+                )
+            else:
+                figures_of.add(recipe)
+                curves = localisation.get("curves") or {}
+                if curves:
+                    embed(
+                        curves_png(f"recipe {recipe}", curves, localisation),
+                        f"loss, grad norm and LR per step of recipe {recipe}",
+                        f"{_file_stem(case_id, backend)}.curves",
+                    )
+                tensor = localisation.get("tensor")
+                if tensor:
+                    embed(
+                        heatmap_png(case_id, tensor),
+                        f"where {tensor.get('path')} differs",
+                        f"{_file_stem(case_id, backend)}.heatmap",
+                    )
+        body.append(f"<pre>{_esc(data.get('reproduce'))}</pre>")
+    for c in errors:
+        body.append(f"<h3>{_esc(c.get('case_id'))} (error)</h3><pre>{_esc(c.get('message'))}</pre>")
+
     counts: dict[str, int] = {}
     for c in cases:
         counts[str(c.get("status"))] = counts.get(str(c.get("status")), 0) + 1
-    body.append("<p>" + ", ".join(f"{n} {_esc(s)}" for s, n in sorted(counts.items())) + "</p>")
+    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    body.append(f"<details><summary>All {len(cases)} cases ({_esc(tally)})</summary>")
     body.append("<table><tr><th>case</th><th>tier</th><th>backend</th><th>status</th><th>time (s)</th></tr>")
     for c in cases:
         status = str(c.get("status"))
@@ -280,64 +364,8 @@ def write_html(
             f'<td class="{_esc(status)}">{_esc(status)}</td>'
             f"<td>{'' if seconds is None else f'{float(seconds):.2f}'}</td></tr>"
         )
-    body.append("</table>")
-    errors = [
-        c
-        for c in cases
-        if c.get("status") == "error" and (c.get("backend"), c.get("case_id")) not in reported
-    ]
-    for c in errors:
-        body.append(f"<h3>{_esc(c.get('case_id'))} (error)</h3><pre>{_esc(c.get('message'))}</pre>")
-
-    images = 0
-    png_files: list[Path] = []
-    if png_dir is not None:
-        Path(png_dir).mkdir(parents=True, exist_ok=True)
-    if shown:
-        body.append("<h2>Failing cases</h2>")
-    for data in shown:
-        case_id = str(data.get("case_id"))
-        body.append(f'<h2 id="{_anchor(case_id, str(data.get("backend")))}">{_esc(case_id)}</h2>')
-        body.append(
-            f'<p class="muted">backend {_esc(data.get("backend"))}, platform {_esc(data.get("platform"))}, '
-            f"tier {_esc(data.get('tier'))}, kind {_esc(data.get('kind'))}</p>"
-        )
-        body.append(_first_difference(data))
-        localisation = data.get("localisation") or None
-        if localisation:
-            body.append("<h3>Localisation</h3>")
-            body.append(f'<pre class="line">{_esc(localisation.get("line"))}</pre>')
-            evidence = localisation.get("evidence") or []
-            if evidence:
-                body.append("<pre>" + _esc("\n".join(str(e) for e in evidence)) + "</pre>")
-            figures = []
-            curves = localisation.get("curves") or {}
-            if curves:
-                figures.append(
-                    ("curves", "loss, grad norm and LR per step", curves_png(case_id, curves, localisation))
-                )
-            tensor = localisation.get("tensor")
-            if tensor:
-                figures.append(
-                    ("heatmap", f"where {tensor.get('path')} differs", heatmap_png(case_id, tensor))
-                )
-            else:
-                body.append(
-                    '<p class="muted">no tensor differs in the first divergent step (the divergence is in a '
-                    "scalar or a state entry): no heat map</p>"
-                )
-            for name, alt, png in figures:
-                if png is None:
-                    continue
-                body.append(_img(png, alt))
-                images += 1
-                if png_dir is not None:
-                    target = Path(png_dir) / f"{_file_stem(case_id, str(data.get('backend')))}.{name}.png"
-                    target.write_bytes(png)
-                    png_files.append(target)
-        body.append(f"<h3>Reproduce</h3><pre>{_esc(data.get('reproduce'))}</pre>")
-
-    body.append("<h2>Environment</h2>")
+    body.append("</table></details>")
+    body.append("<details><summary>Environment fingerprint</summary>")
     if fingerprint:
         body.append("<table><tr><th>field</th><th>value</th></tr>")
         for name, value in sorted(fingerprint.items()):
@@ -346,6 +374,7 @@ def write_html(
         body.append("</table>")
     else:
         body.append('<p class="muted">no fingerprint recorded (reports from an older harness)</p>')
+    body.append("</details>")
 
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>parity report</title>'
@@ -354,6 +383,58 @@ def write_html(
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     return Written(path=path, failing=len(shown), images=images, png_files=png_files)
+
+
+def _telling(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Sort key, most telling first: a localised end-to-end failure in the artifact where its
+    recipe first diverged, then that recipe's downstream artifacts, then other tier A failures,
+    then goldens; earlier divergence steps first, then by id."""
+    loc = data.get("localisation") or {}
+    if loc.get("status") == "diverged":
+        rank = 0 if loc.get("case_artifact") in (None, loc.get("artifact")) else 1
+    else:
+        rank = 2 if data.get("tier") == "A" else 3
+    step = loc.get("step")
+    return (
+        rank,
+        step if isinstance(step, int) else 1 << 30,
+        str(loc.get("recipe") or ""),
+        str(data.get("case_id")),
+    )
+
+
+# One line, in this order, of what decides the bits (the full fingerprint is at the end of the page).
+_ENV_FIELDS = (
+    "platform",
+    "cpu_profile",
+    "backend",
+    "torch",
+    "mindspore",
+    "cpu_capability",
+    "cpu_vendor",
+    "threads",
+    "numpy",
+    "python",
+    "libc",
+)
+
+
+def _environment_line(fingerprint: Mapping[str, Any] | None) -> str:
+    if not fingerprint:
+        return "environment: not recorded (reports from an older harness)"
+    parts = [f"{name} {fingerprint[name]}" for name in _ENV_FIELDS if fingerprint.get(name) not in (None, "")]
+    return "environment: " + ", ".join(parts)
+
+
+def _headline(data: Mapping[str, Any]) -> str:
+    """The first difference in one line (decimal and hex), or the error."""
+    if data.get("error"):
+        return str(data.get("error")).splitlines()[0]
+    summary = data.get("summary") or {}
+    return (
+        f"{summary.get('artifact_path')}: expected {with_decimal(summary.get('expected'))}, "
+        f"got {with_decimal(summary.get('actual'))}"
+    )
 
 
 def _file_stem(case_id: str, backend: str) -> str:
@@ -377,8 +458,14 @@ def _first_difference(data: Mapping[str, Any]) -> str:
         ("error", data.get("error")),
         ("first artifact path", summary.get("artifact_path")),
         ("first index", summary.get("first_index")),
-        ("expected (legacy)" if data.get("tier") == "A" else "expected (golden)", summary.get("expected")),
-        ("actual (new)" if data.get("tier") == "A" else "actual (produced)", summary.get("actual")),
+        (
+            "expected (legacy)" if data.get("tier") == "A" else "expected (golden)",
+            with_decimal(summary.get("expected")),
+        ),
+        (
+            "actual (new)" if data.get("tier") == "A" else "actual (produced)",
+            with_decimal(summary.get("actual")),
+        ),
         ("mismatches", summary.get("mismatch_count")),
         ("max |diff|", summary.get("max_abs_diff")),
         ("max ULP", summary.get("max_ulp")),
