@@ -17,10 +17,14 @@ part that must be identical for a folder written by one to be trusted by the oth
   matches its files, or a run folder (the ``output_dir``), where it takes the newest complete
   ``step_<N>/``. Anything else is a :class:`CheckpointCorruptError` naming the folder and the
   first missing or mismatched file.
-- **Checkpoints written before manifests existed** (no ``manifest.json``) still load when every
-  file the resuming trainer reads is present and the DCP shards cover their metadata; one
-  warning per folder says that it was loaded without an integrity check. Otherwise they are
-  refused like a damaged folder.
+- **Nothing unverified.** A manifest must list every file a resume reads (an empty or partial
+  list is refused). A folder without a manifest (written before manifests, or not a checkpoint)
+  and a ``.partial.*`` folder are refused unless ``allow_unverified``, which loads them with one
+  warning naming what was not verified.
+- **Replacement.** A new save of an existing step renames the old folder to
+  ``.replaced.step_<N>/`` (complete, found by resume) before the new one takes its name.
+- **One writer** (:mod:`.run_lock`), **resume settings** (:mod:`.resume_settings`) and the
+  **initial-weights fit** (:mod:`.weights_fit`) are the other shared leaves.
 - **Errors**: :class:`CheckpointCorruptError` (and :class:`UnsafeCheckpointError` for a crafted
   pickle), :class:`CheckpointSaveError`, :class:`CheckpointMismatchError`,
   :class:`UnwritableDirError`.
@@ -50,6 +54,9 @@ __all__ = [
     "MANIFEST_FILE",
     "MANIFEST_FORMAT",
     "PARTIAL_PREFIX",
+    "REPLACED_PREFIX",
+    "WeightsLoadError",
+    "load_error",
     "CheckpointCorruptError",
     "CheckpointNotFoundError",
     "CheckpointSaveError",
@@ -65,6 +72,7 @@ __all__ = [
     "in_staged_folder",
     "find_partials",
     "find_step_dirs",
+    "find_replaced_dirs",
     "partial_step_dir",
     "prepare_partial_dir",
     "resolve_checkpoint",
@@ -78,7 +86,11 @@ logger = logging.getLogger(__name__)
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "hyper_parallel.checkpoint/1"
 PARTIAL_PREFIX = ".partial."
+# An older step_<N>/ being replaced by a new save of the same step: complete and verifiable, and
+# found by resume until the new folder is in place (commit_step_dir).
+REPLACED_PREFIX = ".replaced."
 _STEP_RE = re.compile(r"^step_(\d+)$")
+_REPLACED_RE = re.compile(r"^\.replaced\.step_(\d+)$")
 
 
 # --------------------------------------------------------------------------- errors
@@ -113,12 +125,90 @@ class CheckpointSaveError(RuntimeError):
     """Writing a checkpoint failed; the run stops (``path`` is the folder being written)."""
 
     def __init__(self, path: str, step: int, cause: BaseException) -> None:
+        what = _save_failure(path, cause)
+        lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+        if "Traceback (most recent call last)" in str(cause):  # DCP's per-rank report: its last line
+            lines = lines[-1:]
+        detail = " ".join(" ".join(lines).split()) or type(cause).__name__
+        if len(detail) > 300:
+            detail = detail[:300] + "..."
+        reason = f"{what} ({type(cause).__name__}: {detail})" if what else f"{type(cause).__name__}: {detail}"
         super().__init__(
-            f"checkpoint save to {path} failed at step {step}: {type(cause).__name__}: {cause}; "
+            f"checkpoint save to {path} failed at step {step}: {reason}; "
             "the run stops so that no later step trains without a checkpoint"
         )
         self.path = path
         self.step = step
+
+
+def _save_failure(path: str, cause: BaseException) -> str | None:
+    """ "no space left on device" / "file size limit" when that is why a save failed, else None.
+
+    torch's zip writer and safetensors report a full disk without an errno ("enforce fail at
+    inline_container.cc", "IoError ... StorageFull"), so their text and the folder's free space
+    are checked as well as the errno of every exception in the chain.
+    """
+    import errno
+
+    seen: BaseException | None = cause
+    texts = []
+    while seen is not None:
+        code = getattr(seen, "errno", None)
+        if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return "no space left on device"
+        if code == errno.EFBIG:
+            return "file size limit (RLIMIT_FSIZE) exceeded"
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(texts)
+    if "No space left" in text or "StorageFull" in text or "Disk quota" in text:
+        return "no space left on device"
+    if "File too large" in text or "FileTooLarge" in text:
+        return "file size limit (RLIMIT_FSIZE) exceeded"
+    probe = os.path.abspath(path)
+    while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    with contextlib.suppress(OSError):
+        stat = os.statvfs(probe)
+        if stat.f_bavail * stat.f_frsize < (1 << 20):
+            return "no space left on device"
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if soft != resource.RLIM_INFINITY:
+            return f"file size limit (RLIMIT_FSIZE={soft} bytes) reached"
+    return None
+
+
+class WeightsLoadError(CheckpointCorruptError):
+    """Initial weights (``model.weights_path``) could not be loaded; nothing falls back to random."""
+
+    def __init__(self, path: str, cause: object) -> None:
+        self.path = self.folder = path
+        RuntimeError.__init__(self, f"Failed to load weights from {path}: {cause}")
+
+
+def load_error(path: str, exc: BaseException) -> CheckpointCorruptError:
+    """The error for a ``.pt`` file that ``weights_only=True`` could not read.
+
+    A pickle that references anything but tensors and plain containers is refused (crafted or
+    foreign), without torch's advice to turn the check off; anything else is damage.
+    """
+    import pickle
+
+    text = str(exc)
+    if isinstance(exc, pickle.UnpicklingError) and "Weights only load failed" in text:
+        match = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        what = f" ({match.group(1)})" if match else ""
+        return UnsafeCheckpointError(
+            path,
+            f"it holds objects other than tensors{what}: only tensors and plain containers are "
+            "loaded (a crafted or foreign file; nothing from it was run)",
+            problem="is refused",
+        )
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return CheckpointCorruptError(path, f"{type(exc).__name__}: {first}")
 
 
 class CheckpointMismatchError(ValueError):
@@ -335,7 +425,11 @@ def prepare_partial_dir(
 
 
 def write_manifest(
-    folder: str, step: int, precomputed: dict[str, dict[str, Any]] | None = None
+    folder: str,
+    step: int,
+    precomputed: dict[str, dict[str, Any]] | None = None,
+    *,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Hash every file of ``folder`` (its writers fsynced them), then write ``manifest.json``
     atomically, last, and fsync the folder tree.
@@ -350,7 +444,9 @@ def write_manifest(
         if entry is None or entry["size"] != os.path.getsize(path):
             entry = _manifest_entry(path)
         files[rel] = entry
-    manifest = {"format": MANIFEST_FORMAT, "step": int(step), "files": files}
+    manifest: dict[str, Any] = {"format": MANIFEST_FORMAT, "step": int(step), "files": files}
+    if settings is not None:
+        manifest["settings"] = settings
     fault_point(f"before:{MANIFEST_FILE}")
     tmp = os.path.join(folder, f".{MANIFEST_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -368,24 +464,38 @@ def write_manifest(
     return manifest
 
 
-def commit_step_dir(partial: str, final: str, step: int) -> None:
-    """Manifest last, then rename ``partial`` to ``final`` (an older ``final`` is replaced)."""
+def replaced_step_dir(final: str) -> str:
+    """Where an older ``step_<N>/`` waits while a new save of step N takes its name."""
+    parent, name = os.path.split(os.path.abspath(final))
+    return os.path.join(parent, f"{REPLACED_PREFIX}{name}")
+
+
+def commit_step_dir(partial: str, final: str, step: int, settings: dict[str, Any] | None = None) -> None:
+    """Manifest last, then rename ``partial`` to ``final``.
+
+    An older ``final`` is first renamed to ``.replaced.step_<N>`` (which resume also accepts), so a
+    complete step N is findable at every instant of a replacement; it is deleted once the new
+    folder is in place. ``settings`` (the run's resume-relevant settings) go into the manifest.
+    """
     with _hashers_lock:
         hasher = _hashers.pop(os.path.abspath(partial), None)
-    write_manifest(partial, step, hasher.collect() if hasher is not None else None)
+    write_manifest(partial, step, hasher.collect() if hasher is not None else None, settings=settings)
     parent = os.path.dirname(os.path.abspath(final))
-    aside = None
+    aside = replaced_step_dir(final)
     if os.path.lexists(final):
-        aside = os.path.join(
-            parent, f"{PARTIAL_PREFIX}replaced.{os.path.basename(final)}.{uuid.uuid4().hex[:8]}"
-        )
+        if os.path.lexists(aside):  # an older leftover: ``final`` is complete, so it can go
+            shutil.rmtree(aside)
+        fault_point("replace:begin")
         os.rename(final, aside)
+        fsync_path(parent)
     fault_point("commit:rename")
     os.rename(partial, final)
     fsync_path(parent)
     fault_point("commit:done")
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
+    if os.path.lexists(aside):
+        shutil.rmtree(aside)
+        fsync_path(parent)
+        fault_point("replace:done")
 
 
 def _drain() -> None:
@@ -412,10 +522,18 @@ class StepCommitter:
     def pending(self) -> bool:
         return self._pending is not None
 
-    def start(self, partial: str, final: str, step: int, *, coordinator: bool) -> None:
+    def start(
+        self,
+        partial: str,
+        final: str,
+        step: int,
+        *,
+        coordinator: bool,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         if self._pending is not None:
             raise RuntimeError("a checkpoint commit is already in flight: join it first")
-        future = _worker().submit(commit_step_dir, partial, final, step) if coordinator else None
+        future = _worker().submit(commit_step_dir, partial, final, step, settings) if coordinator else None
         self._pending = (future, final, step)
 
     def join(self) -> bool:
@@ -456,9 +574,25 @@ def _read_manifest(folder: str) -> dict[str, Any]:
     return manifest
 
 
-def verify_manifest(folder: str) -> dict[str, Any]:
-    """The manifest of ``folder`` after checking every listed file's size and sha256."""
+def verify_manifest(folder: str, required: Iterable[str] = ()) -> dict[str, Any]:
+    """The manifest of ``folder`` after checking every listed file's size and sha256.
+
+    It must list at least one file and every name in ``required`` (the files a resume reads): a
+    file that a resume would read without the manifest vouching for it is refused.
+    """
     manifest = _read_manifest(folder)
+    manifest_path = os.path.join(folder, MANIFEST_FILE)
+    if not manifest["files"]:
+        raise CheckpointCorruptError(
+            manifest_path, "it lists no files (a checkpoint lists every file it holds)", folder=folder
+        )
+    unlisted = [name for name in required if name not in manifest["files"]]
+    if unlisted:
+        raise CheckpointCorruptError(
+            manifest_path,
+            f"it does not list {', '.join(unlisted)}, which a resume reads (a partial or altered list)",
+            folder=folder,
+        )
     for rel in sorted(manifest["files"]):
         entry = manifest["files"][rel]
         path = os.path.join(folder, *rel.split("/"))
@@ -489,12 +623,27 @@ def verify_manifest(folder: str) -> dict[str, Any]:
 
 _warned_unverified: set[str] = set()
 
+ALLOW_UNVERIFIED_HINT = "checkpoint.allow_unverified=true"
+
 
 def _check_without_manifest(
-    folder: str, required: Sequence[str], dcp_check: Callable[[str], tuple[str, str] | None] | None
+    folder: str,
+    required: Sequence[str],
+    dcp_check: Callable[[str], tuple[str, str] | None] | None,
+    allow_unverified: bool = False,
 ) -> None:
-    """The policy for folders written before manifests: complete, or refused; one warning each."""
+    """A folder without a manifest: refused, unless ``allow_unverified`` (then it must hold every
+    file the resume reads, and one warning lists what was not verified)."""
     manifest = os.path.join(folder, MANIFEST_FILE)
+    if not allow_unverified:
+        raise CheckpointCorruptError(
+            manifest,
+            f"checkpoint folder {folder} cannot be verified (a save that did not finish, a checkpoint "
+            f"written before manifests, or not a checkpoint folder); set {ALLOW_UNVERIFIED_HINT} to "
+            "load it without an integrity check",
+            problem="is missing",
+            folder=folder,
+        )
     for name in required:
         if not os.path.isfile(os.path.join(folder, name)):
             raise CheckpointCorruptError(
@@ -512,9 +661,9 @@ def _check_without_manifest(
     if key not in _warned_unverified:
         _warned_unverified.add(key)
         logger.warning(
-            f"Checkpoint folder {folder} has no {MANIFEST_FILE} (written before checkpoints had "
-            "manifests): its files are all present, so it is loaded without an integrity check; "
-            "save again to get a manifest"
+            f"Checkpoint folder {folder} is loaded UNVERIFIED ({ALLOW_UNVERIFIED_HINT}): it has no "
+            f"{MANIFEST_FILE}, so no size or sha256 of {', '.join(required) or 'its files'} (nor of "
+            "the DCP shards) was checked"
         )
 
 
@@ -529,24 +678,44 @@ def find_step_dirs(root: str) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)
 
 
+def find_replaced_dirs(root: str) -> list[tuple[int, str]]:
+    """``(step, path)`` of the ``.replaced.step_<N>/`` folders under ``root`` (a replacement that
+    was interrupted), newest first."""
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(root):
+            match = _REPLACED_RE.match(name)
+            if match and os.path.isdir(os.path.join(root, name)):
+                found.append((int(match.group(1)), os.path.join(root, name)))
+    return sorted(found, reverse=True)
+
+
 def find_partials(root: str) -> list[str]:
     with contextlib.suppress(OSError):
         return sorted(os.path.join(root, n) for n in os.listdir(root) if n.startswith(PARTIAL_PREFIX))
     return []
 
 
+def _candidates(root: str) -> list[str]:
+    """Checkpoint folders of a run folder, newest step first; ``step_<N>`` before its
+    ``.replaced.step_<N>`` (the older copy, findable while a replacement is interrupted)."""
+    ranked = [(step, 1, path) for step, path in find_step_dirs(root)]
+    ranked += [(step, 0, path) for step, path in find_replaced_dirs(root)]
+    return [path for _step, _rank, path in sorted(ranked, reverse=True)]
+
+
 def _is_run_root(folder: str) -> bool:
     names = set(os.listdir(folder))
     if MANIFEST_FILE in names or any(n.endswith(".metadata") for n in names):
         return False
-    return any(_STEP_RE.match(n) or n.startswith(PARTIAL_PREFIX) for n in names)
+    return any(_STEP_RE.match(n) or n.startswith(PARTIAL_PREFIX) or _REPLACED_RE.match(n) for n in names)
 
 
-def _validate(folder: str, required: Sequence[str], dcp_check) -> None:
+def _validate(folder: str, required: Sequence[str], dcp_check, allow_unverified: bool) -> None:
     if os.path.isfile(os.path.join(folder, MANIFEST_FILE)):
-        verify_manifest(folder)
+        verify_manifest(folder, required)
     else:
-        _check_without_manifest(folder, required, dcp_check)
+        _check_without_manifest(folder, required, dcp_check, allow_unverified)
 
 
 def resolve_checkpoint(
@@ -555,12 +724,15 @@ def resolve_checkpoint(
     field: str,
     required: Iterable[str] = (),
     dcp_check: Callable[[str], tuple[str, str] | None] | None = None,
+    allow_unverified: bool = False,
 ) -> str:
     """The verified checkpoint folder that ``path`` (``field`` in the config) designates.
 
     ``path`` is a ``step_<N>/`` folder, or a run folder holding them (then the newest complete
-    one, logged). ``required`` are the files the resuming trainer reads, checked only for folders
-    without a manifest; ``dcp_check(folder)`` returns ``(file, reason)`` for damaged DCP shards.
+    one, logged; a ``.replaced.step_<N>/`` left by an interrupted replacement counts). ``required``
+    are the files the resuming trainer reads: the manifest must list each of them. A folder
+    without a manifest, or a ``.partial.*`` one, is refused unless ``allow_unverified``;
+    ``dcp_check(folder)`` then returns ``(file, reason)`` for damaged DCP shards.
     """
     required = tuple(required)
     _drain()  # a folder this process is still committing (another trainer's save) may be the one
@@ -572,12 +744,22 @@ def resolve_checkpoint(
     for partial in find_partials(path):
         logger.warning(f"Ignoring {partial}: a checkpoint save that did not finish (never loaded)")
     if not _is_run_root(path):
-        _validate(path, required, dcp_check)
+        if in_staged_folder(path):
+            if not allow_unverified:
+                raise CheckpointCorruptError(
+                    path,
+                    f"it is a checkpoint save that did not finish (a {PARTIAL_PREFIX}* folder); set "
+                    f"{ALLOW_UNVERIFIED_HINT} to load it anyway",
+                    problem="is refused",
+                    folder=path,
+                )
+            logger.warning(f"Loading {path}, a save that did not finish, because of {ALLOW_UNVERIFIED_HINT}")
+        _validate(path, required, dcp_check, allow_unverified)
         return path
     rejected = []
-    for _step, folder in find_step_dirs(path):
+    for folder in _candidates(path):
         try:
-            _validate(folder, required, dcp_check)
+            _validate(folder, required, dcp_check, allow_unverified)
         except CheckpointCorruptError as exc:
             logger.warning(f"Skipping {folder}: {exc}")
             rejected.append(f"{os.path.basename(folder)}: {exc}")
@@ -600,3 +782,28 @@ def _forget_background_work() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_background_work)
+
+
+# The other shared leaves (they import the errors above).
+from hyper_parallel.checkpointing.run_lock import (  # noqa: E402
+    ExistingCheckpointsError,
+    RunFolderLockedError,
+    acquire_run_folder,
+    check_no_finished_checkpoints,
+    release_run_folder,
+)
+
+__all__ += [
+    "ExistingCheckpointsError",
+    "RunFolderLockedError",
+    "acquire_run_folder",
+    "check_no_finished_checkpoints",
+    "release_run_folder",
+]
+from hyper_parallel.checkpointing.resume_settings import (  # noqa: E402
+    ResumeConfigError,
+    ResumePastEndError,
+)
+from hyper_parallel.checkpointing.weights_fit import WeightsMismatchError, check_weights_fit  # noqa: E402
+
+__all__ += ["ResumeConfigError", "ResumePastEndError", "WeightsMismatchError", "check_weights_fit"]

@@ -38,7 +38,7 @@ import contextlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,10 @@ from hyper_parallel.checkpointing import (
     CheckpointSaveError,
     StepCommitter,
     UnsafeCheckpointError,
+    WeightsLoadError,
+    acquire_run_folder,
+    check_no_finished_checkpoints,
+    check_weights_fit,
     check_writable_dir,
     dcp_files_written,
     discard_partial,
@@ -56,10 +60,19 @@ from hyper_parallel.checkpointing import (
     file_written,
     fsync_path,
     in_staged_folder,
+    load_error,
     partial_step_dir,
     prepare_partial_dir,
+    release_run_folder,
     resolve_checkpoint,
     verify_manifest,
+)
+from hyper_parallel.checkpointing.resume_settings import (
+    RESUME_MODES,
+    apply_optimizer_settings,
+    capture_groups,
+    check_resume,
+    run_settings,
 )
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
@@ -151,7 +164,7 @@ def _read_object(path: str) -> Any:
     try:
         return get_platform().load(path, weights_only=True, map_location=None)
     except Exception as exc:  # noqa: BLE001 - zip, pickle and EOF errors all mean "unreadable"
-        raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
+        raise load_error(path, exc) from exc
 
 
 def _logical_name(name: str) -> str:
@@ -188,6 +201,15 @@ class CheckpointManager(Configurable):
         save_async: bool = False
         save_hf_weights: bool = True
         load_path: str | None = None
+        # A run without load_path into an output_dir that holds complete checkpoints is refused
+        # (its saves would replace them); True replaces them.
+        overwrite: bool = False
+        # Load a folder without manifest.json, or a .partial.* one, without an integrity check.
+        allow_unverified: bool = False
+        # A config that differs from the checkpoint's settings on resume: "refuse" or "apply".
+        resume_config_changes: str = "refuse"
+        # Initial weights that do not fit the model: load what fits, keep the rest random.
+        allow_partial_weights: bool = False
 
         def __post_init__(self) -> None:
             _check_type("output_dir", self.output_dir, (str,), "a folder path (str)")
@@ -200,6 +222,13 @@ class CheckpointManager(Configurable):
                 _check_type(
                     "load_path", self.load_path, (str,), "a step_<N> or run folder path (str) or None"
                 )
+            for name in ("overwrite", "allow_unverified", "allow_partial_weights"):
+                _check_type(name, getattr(self, name), (bool,), "a bool")
+            if self.resume_config_changes not in RESUME_MODES:
+                raise ValueError(
+                    f"checkpoint.resume_config_changes must be one of {', '.join(RESUME_MODES)}, got "
+                    f"{self.resume_config_changes!r}"
+                )
 
     def __init__(
         self,
@@ -210,6 +239,7 @@ class CheckpointManager(Configurable):
         lr_schedulers: Any,
         dataloader: Any,
         sd_adapter: Any = None,
+        run_settings: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model_parts, (list, tuple)) or not model_parts:
             raise TypeError(
@@ -221,9 +251,17 @@ class CheckpointManager(Configurable):
         self.lr_schedulers = lr_schedulers
         self.dataloader = dataloader
         self.sd_adapter = sd_adapter() if isinstance(sd_adapter, type) else sd_adapter
+        # global_batch_size, seq_len, max_steps and lr_scheduler fields, recorded in each manifest.
+        self.run_settings = dict(run_settings or {})
+        self._lock_key: str | None = None
         if config.save_steps > 0:
             # Before the first step: a run must not train for hours and then fail to save.
             check_writable_dir(config.output_dir, "checkpoint.output_dir")
+            if not config.load_path and not config.overwrite:
+                check_no_finished_checkpoints(
+                    config.output_dir, field="checkpoint.output_dir", overwrite_field="checkpoint.overwrite"
+                )
+            self._lock()
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self.last_exported_step: int | None = 0
@@ -249,6 +287,45 @@ class CheckpointManager(Configurable):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.last_saved_step = state.get("last_saved_step", 0)
         self.last_exported_step = state.get("last_exported_step", 0)
+
+    # ------------------------------------------------------------------ one writer
+    def _lock(self) -> None:
+        """Rank 0 holds the run folder's lock while this manager may save (``run_lock``)."""
+        if self._lock_key is None and get_platform().get_rank() == 0:
+            self._lock_key = acquire_run_folder(self.config.output_dir, field="checkpoint.output_dir")
+
+    def _unlock(self) -> None:
+        release_run_folder(self._lock_key)
+        self._lock_key = None
+
+    # ------------------------------------------------------------------ run settings
+    def _param_groups(self) -> Any:
+        return getattr(self.optimizers, "param_groups", None) if self.optimizers is not None else None
+
+    def current_settings(self) -> dict[str, Any]:
+        """The settings a resume compares (``resume_settings``): optimizer groups, trainable
+        names, schedule and the ``run_settings`` given by the trainer."""
+        trainable = [
+            _logical_name(name)
+            for part in self.model_parts
+            for name, param in part.named_parameters()
+            if getattr(param, "requires_grad", True)
+        ]
+        extra = dict(self.run_settings)
+        scheduler = extra.pop("lr_scheduler", None)
+        if scheduler is None:
+            config = getattr(self.lr_schedulers, "config", None)
+            if config is not None:
+                scheduler = {
+                    "lr_warmup_ratio": getattr(config, "lr_warmup_ratio", None),
+                    "decay_style": getattr(config, "decay_style", None),
+                    "lr_min": getattr(config, "lr_min", None),
+                    "warmup_steps": getattr(config, "warmup_steps", None),
+                    "lr_max": getattr(config, "lr_max", None),
+                }
+        return run_settings(
+            param_groups=self._param_groups(), trainable=trainable, scheduler=scheduler, **extra
+        )
 
     # ------------------------------------------------------------------ paths
     def step_dir(self, step: int) -> str:
@@ -304,24 +381,28 @@ class CheckpointManager(Configurable):
 
     def save_final(self, step: int, epoch: int = 0) -> str | None:
         """Train end: finish the save in flight, then save ``step`` if it is still unsaved; on return
-        every checkpoint of the run is committed."""
-        self.wait()
-        export = (
-            self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step
-        )
-        if self.config.save_steps > 0 and step != self.last_saved_step:
-            saved = self._save_checkpoint(step, epoch, async_save=False, export=export)
+        every checkpoint of the run is committed and the run folder's lock is given back."""
+        try:
             self.wait()
-            return saved
-        if export:
-            self._export_step(step)
-        return None
+            export = (
+                self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step
+            )
+            if self.config.save_steps > 0 and step != self.last_saved_step:
+                saved = self._save_checkpoint(step, epoch, async_save=False, export=export)
+                self.wait()
+                return saved
+            if export:
+                self._export_step(step)
+            return None
+        finally:
+            self._unlock()
 
     def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool, export: bool) -> str:
         """Stage ``step_<step>/`` (with the HF export when ``export``) and start its commit in the
         background (async: at ``wait``, once the shards are written)."""
         ckpt_dir = self.step_dir(step)
         self.wait()
+        self._lock()
         platform = get_platform()
         try:
             partial = prepare_partial_dir(
@@ -342,7 +423,10 @@ class CheckpointManager(Configurable):
                 self._pending_commit = (partial, ckpt_dir, step)
             else:
                 self._start_commit(partial, ckpt_dir, step)
-        except self._lenient as exc:
+        except CheckpointSaveError:
+            discard_partial(partial_step_dir(self.config.output_dir, step))
+            raise
+        except (Exception, *self._lenient) as exc:
             discard_partial(partial_step_dir(self.config.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
@@ -371,7 +455,9 @@ class CheckpointManager(Configurable):
         last and renames (joined, with the second barrier, by ``wait``)."""
         platform = get_platform()
         platform.barrier()
-        self._committer.start(partial, ckpt_dir, step, coordinator=platform.get_rank() == 0)
+        coordinator = platform.get_rank() == 0
+        settings = self.current_settings() if coordinator else None
+        self._committer.start(partial, ckpt_dir, step, coordinator=coordinator, settings=settings)
 
     def _write_states(self, ckpt_dir: str, step: int, epoch: int) -> None:
         platform = get_platform()
@@ -413,14 +499,18 @@ class CheckpointManager(Configurable):
                 fault_point("after:model")
             if commit is not None:
                 self._start_commit(*commit)
-        except self._lenient as exc:
+        except (Exception, *self._lenient) as exc:
             folder = commit[1] if commit is not None else self.step_dir(step or 0)
             raise CheckpointSaveError(folder, commit[2] if commit else step or 0, exc) from exc
         if self._committer.join():
             get_platform().barrier()  # the folder is in place for every rank
 
     def close(self) -> None:
-        self.wait()
+        """Join the commit in flight and give back the run folder's lock."""
+        try:
+            self.wait()
+        finally:
+            self._unlock()
 
     # ------------------------------------------------------------------ HF export
     def _export_step(self, step: int, *, into: str | None = None) -> str | None:
@@ -430,7 +520,7 @@ class CheckpointManager(Configurable):
         out_dir = os.path.join(into or self.step_dir(step), HF_SUBDIR)
         try:
             result = self.export_hf(out_dir)
-        except self._lenient as exc:
+        except (Exception, *self._lenient) as exc:  # safetensors' SafetensorError is an Exception
             raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
@@ -486,13 +576,18 @@ class CheckpointManager(Configurable):
             field="checkpoint.load_path",
             required=self._read_files(rank),
             dcp_check=platform.dcp_damaged_file,
+            allow_unverified=self.config.allow_unverified,
         )
-        self._restore_model(path)
         step, epoch = self._read_extra_state(path)
+        self._check_settings(path, step)
+        configured = capture_groups(self._param_groups() or [])
+        self._restore_model(path)
         if self.optimizers is not None:
             self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)
         if self.lr_schedulers is not None:
             self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)
+        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:
+            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)
         self._restore_file(path, rng_file(rank), platform.set_rng_state)
         if self.dataloader is not None and hasattr(self.dataloader, "load_state_dict"):
             self._restore_file(path, dataloader_file(rank), self.dataloader.load_state_dict)
@@ -501,6 +596,23 @@ class CheckpointManager(Configurable):
         self.last_exported_step = step
         logger.info_rank0(f"Resumed from checkpoint {path} (global_step={step}, epoch={epoch})")
         return step, epoch
+
+    def _check_settings(self, path: str, step: int) -> None:
+        """The config against the settings the checkpoint was trained with (``resume_settings``)."""
+        saved = None
+        manifest = os.path.join(path, MANIFEST_FILE)
+        if os.path.isfile(manifest):
+            with open(manifest, encoding="utf-8") as fh:
+                saved = json.load(fh).get("settings")
+        check_resume(
+            saved,
+            self.current_settings(),
+            folder=path,
+            step=step,
+            max_steps=self.run_settings.get("max_steps"),
+            mode=self.config.resume_config_changes,
+            field="checkpoint.resume_config_changes",
+        )
 
     def _read_files(self, rank: int) -> list[str]:
         """The files a resume reads on ``rank``, in order (checked for folders without a manifest)."""
@@ -589,12 +701,14 @@ class CheckpointManager(Configurable):
     def load_weights(self, path: str) -> None:
         """Initial weights (``model.weights_path``): HF folder with an adapter, DCP folder or one file.
 
-        Never falls back to the random init: every failure is
-        ``RuntimeError("Failed to load weights from <path>: <cause>")``.
+        Whole or not at all: a file that misses a parameter, carries an unknown tensor or one of
+        another shape or dtype class is an error before anything is copied (``weights_fit``;
+        ``allow_partial_weights`` loads what fits). Every failure is a ``WeightsLoadError``
+        ("Failed to load weights from <path>: <cause>"); nothing falls back to the random init.
         """
         self.wait()  # the path may be a checkpoint of this run still being committed
         if not os.path.exists(path):
-            raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
+            raise WeightsLoadError(path, "model.weights_path does not exist")
         try:
             if os.path.isdir(path):
                 has_hf = os.path.isfile(os.path.join(path, HF_INDEX_FILE)) or os.path.isfile(
@@ -612,7 +726,44 @@ class CheckpointManager(Configurable):
             else:
                 self._load_weights_file(path)
         except (Exception, *self._lenient) as exc:
-            raise RuntimeError(f"Failed to load weights from {path}: {exc}") from exc
+            raise WeightsLoadError(path, " ".join(str(exc).split()) or type(exc).__name__) from exc
+
+    def _model_entries(self, part: Any) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+        """``{name: (shape, is_floating)}`` of a part's state dict (logical names), the parameters
+        that must be loaded (one name per tied parameter) and the aliases of tied names."""
+        platform = get_platform()
+        entries = {
+            _logical_name(n): (tuple(platform.shape(t)), platform.is_floating(t))
+            for n, t in part.state_dict().items()
+            if platform.is_tensor(t)
+        }
+        first: dict[int, str] = {}
+        aliases: dict[str, str] = {}
+        for name, param in part.named_parameters(remove_duplicate=False):
+            logical = _logical_name(name)
+            entries.setdefault(logical, (tuple(platform.shape(param)), platform.is_floating(param)))
+            if id(param) in first:
+                aliases[logical] = first[id(param)]
+            else:
+                first[id(param)] = logical
+        return entries, list(first.values()), aliases
+
+    def _fit(self, path: str, part: Any, loaded: Mapping[str, Any]) -> set[str]:
+        platform = get_platform()
+        entries, required, aliases = self._model_entries(part)
+        described = {
+            key: (tuple(platform.shape(t)), platform.is_floating(t))
+            for key, t in loaded.items()
+            if platform.is_tensor(t)
+        }
+        return check_weights_fit(
+            path,
+            entries,
+            described,
+            required=required,
+            aliases=aliases,
+            allow_partial=self.config.allow_partial_weights,
+        )
 
     def _hf_load_dtype(self, path: str) -> Any:
         """Cast target: the model config's dtype, else ``dtype``/``torch_dtype`` of ``config.json``."""
@@ -647,65 +798,76 @@ class CheckpointManager(Configurable):
 
     def _load_hf_weights(self, path: str) -> None:
         platform = get_platform()
-        try:
-            hf_state = self.sd_adapter.load_hf_state_dict(
-                path, self._model_config(), dtype=self._hf_load_dtype(path)
-            )
-        except Exception:
-            for file in self._hf_files(path):  # name the damaged file when there is one
-                platform.check_safetensors(file)
-            raise
+        for file in self._hf_files(path):  # a damaged file is named before the adapter reads it
+            platform.check_safetensors(file)
+        hf_state = self.sd_adapter.load_hf_state_dict(
+            path, self._model_config(), dtype=self._hf_load_dtype(path)
+        )
         for part in self.model_parts:
-            params = {_logical_name(n): p for n, p in part.named_parameters()}
-            valid, dropped = {}, []
-            for key, tensor in hf_state.items():
-                target = params.get(key)
-                if target is None:
-                    continue
-                src, dst = tuple(platform.shape(tensor)), tuple(platform.shape(target))
-                if src == dst:
-                    valid[key] = tensor
-                else:
-                    dropped.append((key, src, dst))
-            if dropped:
-                logger.warning(
-                    "dropped %d weights with mismatched shapes, first: %s", len(dropped), dropped[:5]
-                )
+            fits = self._fit(path, part, hf_state)
+            valid = {key: hf_state[key] for key in fits}
             platform.set_full_model_state_dict(part, valid, strict=False)
             logger.info_rank0("loaded %d weights from %s", len(valid), path)
-            missing = sorted(set(params) - set(valid))
-            if missing:
-                logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
 
     def _load_dcp_weights(self, path: str) -> None:
+        platform = get_platform()
         if os.path.isfile(os.path.join(path, MANIFEST_FILE)):  # a step_<N> folder: check it first
-            verify_manifest(path)
-        states, merged = self._merged_model_state()
+            verify_manifest(path, (DCP_METADATA_FILE,))
+        meta = os.path.join(path, DCP_METADATA_FILE)
         try:
-            get_platform().dcp_load(merged, path)
-        except get_platform().unsafe_pickle_error() as exc:
-            raise UnsafeCheckpointError(
-                os.path.join(path, DCP_METADATA_FILE), exc, problem="is refused"
-            ) from None
+            shapes = platform.dcp_tensor_shapes(path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
+        except Exception as exc:  # any other failure means an unreadable file
+            raise CheckpointCorruptError(
+                meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
+            ) from exc
+        states, merged = self._merged_model_state()
+        entries: dict[str, Any] = {}
+        required: list[str] = []
+        aliases: dict[str, str] = {}
+        for part in self.model_parts:
+            part_entries, part_required, part_aliases = self._model_entries(part)
+            entries.update(part_entries)
+            required += part_required
+            aliases.update(part_aliases)
+        check_weights_fit(
+            path,
+            entries,
+            {key: (shape, None) for key, shape in shapes.items()},
+            required=required,
+            aliases=aliases,
+            allow_partial=self.config.allow_partial_weights,
+        )
+        target = {key: value for key, value in merged.items() if key in shapes}
+        try:
+            platform.dcp_load(target, path)
+        except platform.unsafe_pickle_error() as exc:
+            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
         except self._lenient as exc:
             self._raise_if_damaged(path, exc)
             raise
+        merged.update(target)
         for part, state in zip(self.model_parts, states, strict=True):
             part.load_state_dict({key: merged[key] for key in state})
 
     def _load_weights_file(self, path: str) -> None:
         platform = get_platform()
-        if path.endswith(".safetensors"):
-            state = platform.load_safetensors(path)
-        else:
-            state = platform.load(path, weights_only=True)
-        logical: set[str] = set()
+        if path.endswith(".safetensors"):  # a damaged header is one line naming the file
+            platform.check_safetensors(path)
+        try:
+            if path.endswith(".safetensors"):
+                state = platform.load_safetensors(path)
+            else:
+                state = platform.load(path, weights_only=True)
+        except CheckpointCorruptError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - unreadable, crafted or foreign
+            raise load_error(path, exc) from exc
+        if not isinstance(state, dict):
+            raise CheckpointCorruptError(
+                path, f"expected a dict of tensors, got {type(state).__name__}", problem="is refused"
+            )
         for part in self.model_parts:
-            platform.set_full_model_state_dict(part, state, strict=False)
-            logical.update(_logical_name(n) for n, _ in part.named_parameters())
-        missing = sorted(logical - set(state))
-        unexpected = sorted(set(state) - logical)
-        if missing:
-            logger.warning("%d parameters missing from %s, first: %s", len(missing), path, missing[:5])
-        if unexpected:
-            logger.warning("%d unexpected keys in %s, first: %s", len(unexpected), path, unexpected[:5])
+            fits = self._fit(path, part, state)
+            platform.set_full_model_state_dict(part, {key: state[key] for key in fits}, strict=False)

@@ -16,6 +16,7 @@ planner sees them. Tensor shards are already read with ``weights_only=True`` by 
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 from typing import Any
@@ -23,9 +24,10 @@ from typing import Any
 import torch
 from torch.distributed.checkpoint import FileSystemReader
 
-__all__ = ["SafeFileSystemReader", "UnsafePickleError", "read_metadata"]
+__all__ = ["SafeFileSystemReader", "ShardPathError", "UnsafePickleError", "read_metadata"]
 
 METADATA_FILE = ".metadata"
+MANIFEST_FILE = "manifest.json"  # hyper_parallel.checkpointing.MANIFEST_FILE (platform sits below it)
 
 # (module, name) pairs a DCP ``.metadata`` pickle may reference (checked against torch 2.13
 # single-process and FSDP2 saves; dtypes are allowed by value, below).
@@ -93,12 +95,54 @@ class _MetadataUnpickler(pickle.Unpickler):
         raise UnsafePickleError(self._path, "a persistent id")
 
 
+class ShardPathError(UnsafePickleError):
+    """``.metadata`` names a shard outside its folder, or one its manifest does not vouch for."""
+
+    def __init__(self, path: str, what: str) -> None:
+        pickle.UnpicklingError.__init__(self, f"{path}: {what}; nothing was read from it")
+        self.path = path
+
+
+def _check_shard_paths(folder: str, path: str, metadata: Any) -> None:
+    """Every shard of ``metadata`` is a plain relative name inside ``folder`` and, when the folder
+    has a ``manifest.json``, one that it lists (so every byte a load reads was verified)."""
+    storage = getattr(metadata, "storage_data", None) or {}
+    names = set()
+    for info in storage.values():
+        rel = getattr(info, "relative_path", None)
+        if not isinstance(rel, str) or not rel:
+            raise ShardPathError(path, f"names a shard without a file name ({rel!r})")
+        parts = rel.replace("\\", "/").split("/")
+        if os.path.isabs(rel) or ".." in parts or rel.startswith(("/", "~")):
+            raise ShardPathError(
+                path, f"names shard {rel!r}, outside the checkpoint folder (only relative names inside it)"
+            )
+        names.add(rel)
+    manifest_path = os.path.join(folder, MANIFEST_FILE)
+    if names and os.path.isfile(manifest_path):
+        try:
+            with open(manifest_path, encoding="utf-8") as fh:
+                listed = json.load(fh).get("files", {})
+        except (OSError, ValueError, AttributeError):
+            return  # an unreadable manifest is reported by the manifest check
+        unlisted = sorted(names - set(listed))
+        if unlisted:
+            raise ShardPathError(
+                path,
+                f"names shard {unlisted[0]!r}, which {MANIFEST_FILE} does not list ({len(unlisted)} such)",
+            )
+
+
 def read_metadata(checkpoint_id: str | os.PathLike, rank: int | None = None) -> Any:
-    """The ``Metadata`` of a DCP folder, through the restricted unpickler."""
+    """The ``Metadata`` of a DCP folder, through the restricted unpickler; its shard names are
+    checked (``_check_shard_paths``)."""
     name = METADATA_FILE if rank is None else f"__{rank}{METADATA_FILE}"
-    path = os.path.join(os.fspath(checkpoint_id), name)
+    folder = os.fspath(checkpoint_id)
+    path = os.path.join(folder, name)
     with open(path, "rb") as fh:
-        return _MetadataUnpickler(fh, path).load()
+        metadata = _MetadataUnpickler(fh, path).load()
+    _check_shard_paths(folder, path, metadata)
+    return metadata
 
 
 class _BytesCheckingPlanner:

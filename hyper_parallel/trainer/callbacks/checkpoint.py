@@ -36,6 +36,8 @@ from hyper_parallel.checkpointing import (
     CheckpointSaveError,
     StepCommitter,
     UnsafeCheckpointError,
+    acquire_run_folder,
+    check_no_finished_checkpoints,
     check_writable_dir,
     dcp_files_written,
     discard_partial,
@@ -43,9 +45,18 @@ from hyper_parallel.checkpointing import (
     file_written,
     fsync_path,
     in_staged_folder,
+    load_error,
     partial_step_dir,
     prepare_partial_dir,
+    release_run_folder,
     resolve_checkpoint,
+)
+from hyper_parallel.checkpointing.resume_settings import (
+    RESUME_MODES,
+    apply_optimizer_settings,
+    capture_groups,
+    check_resume,
+    run_settings,
 )
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
@@ -129,7 +140,7 @@ def _load_pt(path: str) -> Any:
     try:
         return torch.load(path, weights_only=True)
     except Exception as exc:  # zip, pickle and EOF errors all mean "unreadable"
-        raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
+        raise load_error(path, exc) from exc
 
 
 # --------------------------------------------------------------------------- HF export
@@ -197,9 +208,24 @@ class CheckpointCallback(Callback):
         cfg, self.output_dir, self.save_steps = _checkpoint_cfg(trainer.args)
         self.load_path: str | None = getattr(cfg, "load_path", None) or None
         self.save_async = bool(getattr(cfg, "save_async", False))
+        self.allow_unverified = bool(getattr(cfg, "allow_unverified", False))
+        self.resume_config_changes = getattr(cfg, "resume_config_changes", "refuse")
+        if self.resume_config_changes not in RESUME_MODES:
+            raise ValueError(
+                f"train.checkpoint.resume_config_changes must be one of {', '.join(RESUME_MODES)}, "
+                f"got {self.resume_config_changes!r}"
+            )
+        self._lock_key: str | None = None
         if self.save_steps > 0:
             # Before the first step: a run must not train for hours and then fail to save.
             check_writable_dir(self.output_dir, "train.checkpoint.output_dir")
+            if not self.load_path and not getattr(cfg, "overwrite", False):
+                check_no_finished_checkpoints(
+                    self.output_dir,
+                    field="train.checkpoint.output_dir",
+                    overwrite_field="train.checkpoint.overwrite",
+                )
+            self._lock()
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self._pending: Any = None
@@ -208,6 +234,46 @@ class CheckpointCallback(Callback):
         self._committer = StepCommitter()
         self._async_pg: Any = None
         self._async_pg_created = False
+
+    # ------------------------------------------------------------------ one writer, settings
+    def _lock(self) -> None:
+        """Rank 0 holds the run folder's lock while this callback may save (``run_lock``)."""
+        if self._lock_key is None and _rank() == 0:
+            self._lock_key = acquire_run_folder(self.output_dir, field="train.checkpoint.output_dir")
+
+    def _unlock(self) -> None:
+        release_run_folder(self._lock_key)
+        self._lock_key = None
+
+    def current_settings(self) -> dict[str, Any]:
+        """The settings a resume compares (``resume_settings``), named as ``CheckpointManager``
+        names them, so that a checkpoint of either trainer is compared in the other."""
+        trainer = self.trainer
+        args = getattr(trainer, "args", None)
+        train = getattr(args, "train", None)
+        opt = getattr(train, "optimizer", None)
+        optimizer = getattr(trainer, "optimizer", None)
+        trainable = [
+            name.replace("._checkpoint_wrapped_module", "")
+            for name, param in trainer.model.named_parameters()
+            if param.requires_grad
+        ]
+        scheduler = None
+        if getattr(trainer, "lr_scheduler", None) is not None and opt is not None:
+            scheduler = {
+                "lr_warmup_ratio": getattr(opt, "lr_warmup_ratio", None),
+                "decay_style": getattr(opt, "lr_decay_style", None),
+                "lr_min": getattr(opt, "lr_min", None),
+            }
+        data = getattr(args, "data", None)
+        return run_settings(
+            param_groups=optimizer.param_groups if optimizer is not None else None,
+            trainable=trainable,
+            scheduler=scheduler,
+            global_batch_size=getattr(train, "global_batch_size", None),
+            seq_len=getattr(data, "max_seq_len", None),
+            max_steps=getattr(getattr(trainer, "state", None), "max_steps", None),
+        )
 
     # ------------------------------------------------------------------ hooks
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
@@ -222,10 +288,13 @@ class CheckpointCallback(Callback):
             self.save(state, async_save=self.save_async)
 
     def on_train_end(self, state: Any, **kwargs: Any) -> None:
-        self.wait_for_pending()
-        if self.save_steps > 0 and state.global_step != self.last_saved_step:
-            self.save(state, async_save=False, final=True)
-            self.wait_for_pending()  # the run ends with every checkpoint committed
+        try:
+            self.wait_for_pending()
+            if self.save_steps > 0 and state.global_step != self.last_saved_step:
+                self.save(state, async_save=False, final=True)
+                self.wait_for_pending()  # the run ends with every checkpoint committed
+        finally:
+            self._unlock()
 
     # ------------------------------------------------------------------- save
     def save(self, state: Any, *, async_save: bool = False, final: bool = False) -> str:
@@ -234,6 +303,7 @@ class CheckpointCallback(Callback):
         step = state.global_step
         ckpt_dir = step_dir(self.output_dir, step)
         self.wait_for_pending()
+        self._lock()
         platform = get_platform()
         try:
             partial = prepare_partial_dir(
@@ -252,7 +322,10 @@ class CheckpointCallback(Callback):
                 self._pending_commit = (partial, ckpt_dir, step)
             else:
                 self._start_commit(partial, ckpt_dir, step)
-        except LENIENT_ERRORS as exc:
+        except CheckpointSaveError:
+            discard_partial(partial_step_dir(self.output_dir, step))
+            raise
+        except (Exception, *LENIENT_ERRORS) as exc:
             discard_partial(partial_step_dir(self.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
@@ -272,7 +345,9 @@ class CheckpointCallback(Callback):
         """Every rank's files are on disk (barrier); rank 0's background thread writes the manifest
         last and renames (joined, with the second barrier, by ``wait_for_pending``)."""
         get_platform().barrier()
-        self._committer.start(partial, ckpt_dir, step, coordinator=_rank() == 0)
+        coordinator = _rank() == 0
+        settings = self.current_settings() if coordinator else None
+        self._committer.start(partial, ckpt_dir, step, coordinator=coordinator, settings=settings)
 
     def _save_model(self, ckpt_dir: str, *, async_save: bool, step: int) -> None:
         model_sd = self.trainer.model.state_dict()
@@ -334,7 +409,7 @@ class CheckpointCallback(Callback):
                 fault_point("after:model")
             if commit is not None:
                 self._start_commit(*commit)
-        except LENIENT_ERRORS as exc:
+        except (Exception, *LENIENT_ERRORS) as exc:
             raise CheckpointSaveError(ckpt_dir, commit[2] if commit else step or 0, exc) from exc
         if self._committer.join():
             get_platform().barrier()  # the folder is in place for every rank
@@ -369,15 +444,20 @@ class CheckpointCallback(Callback):
             field="train.checkpoint.load_path",
             required=self._required_files(),
             dcp_check=platform.dcp_damaged_file,
+            allow_unverified=self.allow_unverified,
         )
-        self._load_model(load_path)
         self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)
+        self._check_settings(load_path, state.global_step)
         optimizer = getattr(trainer, "optimizer", None)
+        configured = capture_groups(optimizer.param_groups) if optimizer is not None else []
+        self._load_model(load_path)
         if optimizer is not None:
             self._restore_file(load_path, optimizer_file(rank), optimizer.load_state_dict)
         scheduler = getattr(trainer, "lr_scheduler", None)
         if scheduler is not None:
             self._restore_file(load_path, SCHEDULER_FILE, scheduler.load_state_dict)
+        if self.resume_config_changes == "apply" and optimizer is not None:
+            apply_optimizer_settings(optimizer.param_groups, configured, scheduler)
         self._restore_file(load_path, rng_file(rank), platform.set_rng_state)
         loader = getattr(trainer, "train_dataloader", None)
         if loader is not None and hasattr(loader, "load_state_dict"):
@@ -388,6 +468,23 @@ class CheckpointCallback(Callback):
             f"Resumed from checkpoint {load_path} (global_step={state.global_step}, epoch={state.epoch})"
         )
         trainer.dispatch_load_event(load_path)
+
+    def _check_settings(self, load_path: str, step: int) -> None:
+        """The config against the settings the checkpoint was trained with (``resume_settings``)."""
+        saved = None
+        manifest = os.path.join(load_path, "manifest.json")
+        if os.path.isfile(manifest):
+            with open(manifest, encoding="utf-8") as f:
+                saved = json.load(f).get("settings")
+        check_resume(
+            saved,
+            self.current_settings(),
+            folder=load_path,
+            step=step,
+            max_steps=getattr(getattr(self.trainer, "state", None), "max_steps", None),
+            mode=self.resume_config_changes,
+            field="train.checkpoint.resume_config_changes",
+        )
 
     def _load_model(self, load_path: str) -> None:
         """DCP shards into the live model; a damaged, crafted or foreign checkpoint is an error."""
@@ -500,7 +597,7 @@ class SafetensorsExportCallback(Callback):
         adapter_cls = getattr(getattr(self.trainer, "spec", None), "state_dict_adapter", None)
         try:
             result = export_hf_checkpoint(self.trainer.model, adapter_cls, out_dir)
-        except LENIENT_ERRORS as exc:
+        except (Exception, *LENIENT_ERRORS) as exc:  # safetensors' SafetensorError is an Exception
             raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")

@@ -21,7 +21,7 @@ import torch  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError  # noqa: E402
+from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError, write_manifest  # noqa: E402
 from hyper_parallel.components.checkpoint import CheckpointCorruptError, CheckpointManager  # noqa: E402
 from hyper_parallel.platform import get_platform  # noqa: E402
 from parity import assert_bitwise_equal, canonical  # noqa: E402
@@ -123,7 +123,8 @@ def test_resume_sets_the_saved_steps_so_train_end_writes_nothing(saved, tmp_path
     assert mgr.load() == (STEPS, 1)
     assert mgr.state_dict() == {"last_saved_step": STEPS, "last_exported_step": STEPS}
     assert mgr.save_final(STEPS, 1) is None
-    assert not (tmp_path / "out").exists()
+    # Nothing written: the folder (made for the run-folder lock) is left empty, the lock given back.
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 # --------------------------------------------------------------------------- planted divergences
@@ -247,6 +248,7 @@ def test_readable_but_mismatched_state_only_warns_like_legacy(saved, tmp_path, c
     # Without a manifest (the pre-manifest policy), so that the edited file reaches the loaders.
     copy = _unverified_copy(saved.manager, tmp_path / "step")
     torch.save({"state": {}, "param_groups": []}, copy / "optimizer_rank0.pt")
+    write_manifest(str(copy), STEPS)  # verified again, so that the edited file reaches the loaders
     after = {}
     for name, reader in (("legacy", _legacy_load), ("manager", _manager_load)):
         target = suite.trained_state(steps=0, seed=3)
@@ -533,7 +535,15 @@ def test_config_fields_and_validation():
         "save_async": False,
         "save_hf_weights": True,
         "load_path": None,
+        "overwrite": False,
+        "allow_unverified": False,
+        "resume_config_changes": "refuse",
+        "allow_partial_weights": False,
     }
+    with pytest.raises(ValueError, match=r"checkpoint\.resume_config_changes must be one of refuse, apply"):
+        CheckpointManager.Config(resume_config_changes="keep")
+    with pytest.raises(TypeError, match=r"checkpoint\.overwrite"):
+        CheckpointManager.Config(overwrite="yes")
     with pytest.raises(TypeError, match=r"checkpoint\.save_steps"):
         CheckpointManager.Config(save_steps=True)
     with pytest.raises(TypeError, match=r"checkpoint\.save_async"):
@@ -580,7 +590,7 @@ def test_several_model_parts_save_and_resume(tmp_path):
             canonical.checkpoint(old.state_dict()), canonical.checkpoint(new.state_dict()), "checkpoint"
         )
     with pytest.raises(ValueError, match=r"model_parts\[1\] repeats state-dict keys"):
-        CheckpointManager.Config(output_dir=str(tmp_path), save_steps=1).build(
+        CheckpointManager.Config(output_dir=str(tmp_path / "other"), save_steps=1).build(
             model_parts=[_Tiny(), _Tiny()], optimizers=None, lr_schedulers=None, dataloader=None
         )._model_state_dicts()
 

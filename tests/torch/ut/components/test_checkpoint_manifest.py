@@ -46,9 +46,9 @@ def _manager(tmp_path: Path, **fields) -> CheckpointManager:
     )
 
 
-def _save(tmp_path: Path, step: int = 1) -> CheckpointManager:
+def _save(tmp_path: Path, step: int = 1, **fields) -> CheckpointManager:
     """``save(step)`` and ``wait()``: the background commit joined, ``step_<step>/`` in place."""
-    mgr = _manager(tmp_path, save_steps=1)
+    mgr = _manager(tmp_path, save_steps=1, **fields)
     mgr.save(step)
     mgr.wait()
     return mgr
@@ -110,9 +110,9 @@ def test_a_leftover_partial_folder_is_replaced_with_a_warning(tmp_path, caplog):
 
 
 def test_saving_a_step_again_replaces_the_older_folder_whole(tmp_path):
-    _save(tmp_path)
+    _save(tmp_path).close()
     (tmp_path / "step_1" / "stale.txt").write_text("from an earlier run")
-    _save(tmp_path)
+    _save(tmp_path, overwrite=True).close()  # close: the run-folder lock file goes too
     assert not (tmp_path / "step_1" / "stale.txt").exists()
     verify_manifest(str(tmp_path / "step_1"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1"]
@@ -137,7 +137,10 @@ def test_a_failed_background_commit_stops_the_run_at_the_next_wait(tmp_path):
     checkpointing.set_fault_hook(hook)
     try:
         mgr.save(1)  # the files are written; the commit fails on the background thread
-        with pytest.raises(CheckpointSaveError, match=r"step_1 failed at step 1: OSError.*No space left"):
+        with pytest.raises(
+            CheckpointSaveError,
+            match=r"step_1 failed at step 1: no space left on device \(OSError: \[Errno 28\]",
+        ):
             mgr.wait()
     finally:
         checkpointing.set_fault_hook(None)
