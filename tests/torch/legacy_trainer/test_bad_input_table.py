@@ -218,14 +218,58 @@ ROWS: list[Row] = [
         "parse",
         _ov("--data.max_seq_len=0"),
         ValueError,
-        FIELD.format(r"data\.max_seq_len", "an int >= 1", "0"),
+        FIELD.format(r"data\.max_seq_len", "an int >= 2", "0"),
     ),
     Row(
         "seq-len-negative",
         "parse",
         _ov("--data.max_seq_len=-1"),
         ValueError,
-        FIELD.format(r"data\.max_seq_len", "an int >= 1", "-1"),
+        FIELD.format(r"data\.max_seq_len", "an int >= 2", "-1"),
+    ),
+    Row(
+        "seq-len-one",
+        "parse",
+        _ov("--data.max_seq_len=1"),
+        ValueError,
+        FIELD.format(r"data\.max_seq_len", "an int >= 2", "1"),
+    ),
+    Row(
+        "loss-aggregation-unknown",
+        "parse",
+        _ov("--train.optimizer.loss_aggregation=bogus"),
+        ValueError,
+        FIELD.format(
+            r"train\.optimizer\.loss_aggregation", "one of 'token_weighted', 'rank_average'", "'bogus'"
+        ),
+    ),
+    Row(
+        "lr-min-above-lr",
+        "parse",
+        _ov("--train.optimizer.lr_min=0.01"),
+        ValueError,
+        r"'train\.optimizer\.lr_min': expected a number <= train\.optimizer\.lr=0\.001 .*got 0\.01",
+    ),
+    Row(
+        "warmup-ratio-above-one",
+        "parse",
+        _ov("--train.optimizer.lr_warmup_ratio=5"),
+        ValueError,
+        r"'train\.optimizer\.lr_warmup_ratio': expected a fraction of train\.max_steps in \[0, 1\], got 5\.0",
+    ),
+    Row(
+        "override-typo",
+        "parse",
+        _ov("--train.max_step=5"),
+        ValueError,
+        r"Unknown config key 'train\.max_step' .*did you mean 'train\.max_steps'\?",
+    ),
+    Row(
+        "new-seq-len-one",
+        "new",
+        _training(seq_len=1),
+        ValueError,
+        r"TrainingConfig\.seq_len: expected an int >= 2, got 1",
     ),
     Row(
         "max-steps-negative",
@@ -389,6 +433,13 @@ ROWS: list[Row] = [
         ValueError,
         r"'train\.global_batch_size': 8 is not a multiple of train\.micro_batch_size \* dp size = 2 \* 3",
     ),
+    Row(
+        "jsonl-row-without-text-key",
+        "build",
+        _json_data('{"text": "a b c"}\n{"body": "no text"}\n'),
+        ValueError,
+        r"data\.train_path='.*data\.jsonl' row 2: key 'text' holds no value; expected a string in every row",
+    ),
     Row("empty-jsonl", "build", _json_data(""), ValueError, r"data\.train_path='.*data\.jsonl' is empty"),
     Row(
         "blank-jsonl", "build", _json_data("\n  \n"), ValueError, r"data\.train_path='.*data\.jsonl' is empty"
@@ -522,7 +573,7 @@ ROWS: list[Row] = [
         "new",
         _training(seq_len=0),
         ValueError,
-        r"TrainingConfig\.seq_len: expected an int >= 1, got 0",
+        r"TrainingConfig\.seq_len: expected an int >= 2, got 0",
     ),
     Row(
         "new-steps-negative",
