@@ -12,7 +12,7 @@ import sys
 
 os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 
-from hyper_parallel.trainer.utils import init_logger  # noqa: E402
+from hyper_parallel.trainer.utils import init_logger
 
 
 def main(argv: list[str] | None = None) -> int:
