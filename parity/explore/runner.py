@@ -108,14 +108,15 @@ _TAIL = ("losses", "grad_norms", "lr_curve", "batches", "metrics", "checkpoint",
 def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
     """``{"expected": {route: tail}, "actual": {route: tail}}`` for every resume route.
 
-    Each trainer runs ``point`` uninterrupted, saving every ``k`` steps; for each route a fresh
+    Each trainer runs ``point`` uninterrupted, saving every ``k`` steps (the point's other save
+    settings kept); for each route a fresh
     trainer of the second kind loads ``step_k`` of the first kind's run and trains to the end. Its
     ``tail`` (curves and batches of steps ``k+1..T``, metric records of those steps, final
     checkpoint and HF export) must equal the tail of the second kind's uninterrupted run.
     Single-rank points only.
     """
-    if point["world"] != 1:
-        raise ValueError("resume_runs: single-rank points only (world=1)")
+    if point["world"] != 1 or not point["save_steps"]:
+        raise ValueError("resume_runs: expected a single-rank point that saves (world=1, save_steps > 0)")
     new = new_side_of(point)
     with tempfile.TemporaryDirectory(prefix="parity-resume-") as tmp:
         scratch = Path(tmp)

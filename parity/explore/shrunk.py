@@ -7,9 +7,8 @@
   tokenizer files kept beside it in ``assets/`` (so ``LLMTrainer`` or the legacy CLI runs it as is);
 - ``reproduce.txt``: the one-line reproduce command.
 
-``localise_point`` replays a single-rank point on both trainers in lockstep with the localiser of
-``parity.tools.localise`` (the legacy mapping route; the command-line route builds the same
-Config when the two routes agree) and returns its result.
+The localisers of the explore cases (``parity.tools.localise_explore``) call ``write_point`` and
+replay the point with ``parity.tools.localise``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import yaml
 
 from parity.explore import space
 
-__all__ = ["DEFAULT_DIR", "load_point", "localise_point", "point_id", "reproduce_line", "write_point"]
+__all__ = ["DEFAULT_DIR", "load_point", "main", "point_id", "reproduce_line", "write_point"]
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1] / "reports" / "explore"
 
@@ -85,26 +84,6 @@ def load_point(path: Path) -> dict[str, Any]:
     if bad:
         raise ValueError(f"{path}: {bad[0]}")
     return point
-
-
-def localise_point(point: Mapping[str, Any], *, seed: int = 42) -> dict[str, Any]:
-    """The localiser's result for ``point`` (``line`` first); a skip line for multi-rank points."""
-    if point["world"] != 1:
-        return {
-            "line": f"not localised: the point runs {point['world']} ranks (the replay is single-process)"
-        }
-    from parity.tools import localise
-
-    with tempfile.TemporaryDirectory(prefix="parity-explore-localise-") as tmp:
-        # kineto refuses to start off the main thread (each side replays on a worker thread).
-        overrides = (*space.render(point, Path(tmp) / "assets"), "--train.profile.enabled=false")
-        result = localise.replay(
-            f"explore:{point_id(point)}",
-            localise._legacy_side(overrides, tmp),
-            localise._new_side(overrides, tmp),
-            seed=seed,
-        )
-    return result.to_dict()
 
 
 def main(argv: list[str] | None = None) -> int:

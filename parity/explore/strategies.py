@@ -52,13 +52,13 @@ def points(**fixed: Any):
 
 
 def resume_points():
-    """``(point, k)``: a single-rank point that saves nothing by itself, and a step ``k`` in its
-    first epoch to resume at (``1 <= k < steps``)."""
+    """``(point, k)``: a single-rank point (its save settings drawn: sync or async, HF export on
+    or off) and a step ``k`` to resume at (``1 <= k < steps``)."""
     from hypothesis import strategies as st
 
     @st.composite
     def draw(draw_) -> tuple[dict[str, Any], int]:
-        point = draw_(points(world=1, save_steps=0, profiler=False))
+        point = draw_(points(world=1, save_steps=1, profiler=False))
         k = draw_(st.integers(1, point["steps"] - 1))
         return point, k
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from parity.cases import REGISTRY
 from parity.explore import pairwise, space
-from parity.explore.strategies import Budget, describe, points, resume_points
+from parity.explore.strategies import Budget, points, resume_points
 
 _SEED = 42
 COVER_SEED = 19  # the smallest covering set of seeds 0-19 (30 points)
@@ -30,9 +30,9 @@ TAG = "explore"
 # The fixed covering set; ``python -m parity list --tag explore`` shows its cases.
 COVERING: list[dict[str, Any]] = pairwise.covering_set(COVER_SEED)
 
-# A fixed resume point: 2 ranks of nothing, async saves with the HF export, accumulation 2.
+# A fixed resume point: async saves with the HF export, accumulation 2, resumed mid-run at step 2 of 4.
 RESUME_FIXED: tuple[dict[str, Any], int] = (
-    {**space.default_point(), "steps": 4, "accum": 2, "save_async": True, "warmup": 0.5},
+    {**space.default_point(), "steps": 4, "accum": 2, "save_steps": 1, "save_async": True, "warmup": 0.5},
     2,
 )
 
@@ -52,10 +52,6 @@ def cover_legacy(*, point: int) -> dict[str, Any]:
 
 def cover_new(*, point: int) -> dict[str, Any]:
     return _side(COVERING[point], "new")
-
-
-def localise_cover(*, point: int) -> dict[str, Any]:
-    return _report(COVERING[point], note=f"covering point {point}")
 
 
 BUDGETS: dict[str, Budget] = {"drawn": Budget(), "resume": Budget()}
@@ -87,13 +83,6 @@ def drawn_new(*, point: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-def localise_drawn() -> dict[str, Any]:
-    point = LAST_FAILING.get("drawn")
-    if point is None:
-        return {"line": "not localised: no drawn point failed in this process"}
-    return _report(point, note="shrunk drawn point")
-
-
 def resume_expected(*, point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
     from hypothesis import reject
 
@@ -118,14 +107,6 @@ def resume_fixed_actual() -> dict[str, Any]:
     return _resume(RESUME_FIXED)["actual"]
 
 
-def localise_resume() -> dict[str, Any]:
-    point_k = LAST_FAILING.get("resume")
-    if point_k is None:
-        return {"line": "not localised: no drawn resume point failed in this process"}
-    point, k = point_k
-    return _report(point, note=f"shrunk resume point, resumed at step {k}", localise=False)
-
-
 _RESUME_CACHE: dict[Any, dict[str, Any]] = {}
 
 
@@ -140,27 +121,6 @@ def _resume(point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
     return _RESUME_CACHE[key]
 
 
-def _report(point: dict[str, Any], *, note: str, localise: bool = True) -> dict[str, Any]:
-    """Write the point's YAML files and reproduce line; add the localiser's first divergence."""
-    from parity.explore import shrunk
-
-    path = shrunk.write_point(point, note=note)
-    data: dict[str, Any] = {
-        "line": f"{note}: {describe(point)}; YAML {path.parent / 'train.yaml'}; "
-        f"reproduce: {shrunk.reproduce_line(path)}",
-        "evidence": [f"point: {path}", f"reproduce: {shrunk.reproduce_line(path)}"],
-    }
-    if localise:
-        try:
-            found = shrunk.localise_point(point, seed=_SEED)
-        except Exception as exc:  # noqa: BLE001 - the divergence stays the news
-            found = {"line": f"not localised: {type(exc).__name__}: {exc}"}
-        data["line"] += "\n" + str(found.get("line"))
-        data["evidence"] += list(found.get("evidence") or [])
-        data["localisation"] = found
-    return data
-
-
 # ----------------------------------------------------------------------------- registration
 for _i in range(len(COVERING)):
     REGISTRY.pair(
@@ -172,7 +132,7 @@ for _i in range(len(COVERING)):
         legacy=cover_legacy,
         new=cover_new,
         share=f"explore:{_i}",
-        localise=localise_cover,
+        localise="parity.tools.localise_explore:localise_cover",
     )
 REGISTRY.pair(
     "explore_drawn",
@@ -182,7 +142,7 @@ REGISTRY.pair(
     legacy=drawn_legacy,
     new=drawn_new,
     strategies={"point": points()},
-    localise=localise_drawn,
+    localise="parity.tools.localise_explore:localise_drawn",
 )
 REGISTRY.pair(
     "explore_resume",
@@ -192,7 +152,7 @@ REGISTRY.pair(
     legacy=resume_expected,
     new=resume_actual,
     strategies={"point_k": resume_points()},
-    localise=localise_resume,
+    localise="parity.tools.localise_explore:localise_resume",
 )
 REGISTRY.pair(
     "explore_resume_fixed",

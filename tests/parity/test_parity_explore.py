@@ -21,6 +21,7 @@ from parity.engine import Engine
 from parity.explore import cli_route, pairwise, runner, shrunk, space, strategies
 from parity.suites import REGISTRY
 from parity.suites import e2e_explore as ex
+from parity.tools import localise_explore
 
 
 @pytest.fixture
@@ -168,7 +169,9 @@ def test_a_drawn_divergence_shrinks_to_the_smallest_point_with_yaml_and_reproduc
     monkeypatch.setattr(runner, "cached_run", fake)
     monkeypatch.setattr(runner, "side_artifacts", lambda run: dict(run))
     monkeypatch.setattr(shrunk, "DEFAULT_DIR", tmp_path)
-    monkeypatch.setattr(shrunk, "localise_point", lambda point, seed: {"line": "first divergence: step 1"})
+    monkeypatch.setattr(
+        localise_explore, "localise_point", lambda point: {"line": "first divergence: step 1"}
+    )
     monkeypatch.setenv(strategies.BUDGET_ENV, "60")
     ex.BUDGETS["drawn"].reset()
     ex.LAST_FAILING.clear()
