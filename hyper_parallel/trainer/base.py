@@ -299,10 +299,15 @@ class BaseTrainer:
     def _load_weights(self, path: str) -> None:
         """Load initial weights from an HF folder, a DCP folder or a single file; never fall back (spec 9.3).
 
-        The legacy loader; HyperTrainer loads through ``CheckpointManager.load_weights``.
+        Whole or not at all: a file that misses a parameter, carries an unknown tensor or one of
+        another shape or dtype class is an error before anything is copied
+        (``checkpointing.weights_fit``; ``train.checkpoint.allow_partial_weights`` loads what
+        fits). The legacy loader; HyperTrainer loads through ``CheckpointManager.load_weights``.
         """
+        from hyper_parallel.checkpointing import WeightsLoadError
+
         if not os.path.exists(path):
-            raise RuntimeError(f"Failed to load weights from {path}: model.weights_path does not exist")
+            raise WeightsLoadError(path, "model.weights_path does not exist")
         try:
             if os.path.isdir(path):
                 has_hf = os.path.isfile(os.path.join(path, "model.safetensors.index.json")) or os.path.isfile(
@@ -321,7 +326,41 @@ class BaseTrainer:
                 self._load_single_file(path)
         except (Exception, *_dcp_errors()) as exc:
             # DCP's CheckpointException derives from BaseException: name it so it is wrapped too.
-            raise RuntimeError(f"Failed to load weights from {path}: {exc}") from exc
+            raise WeightsLoadError(path, " ".join(str(exc).split()) or type(exc).__name__) from exc
+
+    def _weights_fit(self, path: str, loaded: dict[str, Any]) -> set[str]:
+        """The keys of ``loaded`` that fit the model (``checkpointing.check_weights_fit``): an error
+        unless all do, or ``train.checkpoint.allow_partial_weights``. ``loaded`` values are
+        tensors, or shapes (DCP metadata: no dtype)."""
+        from hyper_parallel.checkpointing import check_weights_fit
+
+        entries = {
+            _logical_name(n): (tuple(t.shape), t.is_floating_point())
+            for n, t in self.model.state_dict().items()
+        }
+        first: dict[int, str] = {}
+        aliases: dict[str, str] = {}
+        for name, param in self.model.named_parameters(remove_duplicate=False):
+            logical = _logical_name(name)
+            entries.setdefault(logical, (tuple(param.shape), param.is_floating_point()))
+            if id(param) in first:
+                aliases[logical] = first[id(param)]
+            else:
+                first[id(param)] = logical
+        described = {
+            key: (tuple(v.shape), v.is_floating_point()) if isinstance(v, torch.Tensor) else (tuple(v), None)
+            for key, v in loaded.items()
+            if isinstance(v, (torch.Tensor, tuple))
+        }
+        checkpoint_cfg = getattr(getattr(getattr(self, "args", None), "train", None), "checkpoint", None)
+        return check_weights_fit(
+            path,
+            entries,
+            described,
+            required=list(first.values()),
+            aliases=aliases,
+            allow_partial=bool(getattr(checkpoint_cfg, "allow_partial_weights", False)),
+        )
 
     def _load_dtype(self, path: str):
         config = self.model.config
@@ -339,25 +378,15 @@ class BaseTrainer:
     def _load_hf_safetensors(self, path: str) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
+        index = os.path.join(path, "model.safetensors.index.json")
+        if not os.path.isfile(index):  # a damaged header is named before the adapter reads it
+            get_platform().check_safetensors(os.path.join(path, "model.safetensors"))
         adapter = self.spec.state_dict_adapter()
         hf_sd = adapter.load_hf_state_dict(path, self.model.config, dtype=self._load_dtype(path))
-        params = {_logical_name(n): p for n, p in self.model.named_parameters()}
-        valid, dropped = {}, []
-        for key, tensor in hf_sd.items():
-            target = params.get(key)
-            if target is None:
-                continue
-            if tuple(tensor.shape) == tuple(target.shape):
-                valid[key] = tensor
-            else:
-                dropped.append((key, tuple(tensor.shape), tuple(target.shape)))
-        if dropped:
-            logger.warning("dropped %d weights with mismatched shapes, first: %s", len(dropped), dropped[:5])
+        fits = self._weights_fit(path, hf_sd)
+        valid = {key: hf_sd[key] for key in fits}
         set_model_state_dict(self.model, valid, options=StateDictOptions(full_state_dict=True, strict=False))
         logger.info_rank0("loaded %d weights from %s", len(valid), path)
-        missing = sorted(set(params) - set(valid))
-        if missing:
-            logger.warning("%d parameters not loaded, first: %s", len(missing), missing[:5])
 
     def _load_dcp(self, path: str) -> None:
         # A step_<N> folder's manifest is checked first; the platform's restricted reader then
@@ -365,30 +394,53 @@ class BaseTrainer:
         from hyper_parallel.checkpointing import MANIFEST_FILE, verify_manifest
 
         if os.path.isfile(os.path.join(path, MANIFEST_FILE)):
-            verify_manifest(path)
+            verify_manifest(path, (".metadata",))
+        platform = get_platform()
+        try:
+            shapes = platform.dcp_tensor_shapes(path)
+        except platform.unsafe_pickle_error():
+            raise
+        except Exception as exc:  # any other failure means an unreadable file
+            from hyper_parallel.checkpointing import CheckpointCorruptError
+
+            raise CheckpointCorruptError(
+                os.path.join(path, ".metadata"), f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
+            ) from exc
+        fits = self._weights_fit(path, {_logical_name(key): shape for key, shape in shapes.items()})
         state_dict = self.model.state_dict()
-        get_platform().dcp_load(state_dict, path)
+        target = {key: value for key, value in state_dict.items() if _logical_name(key) in fits}
+        get_platform().dcp_load(target, path)
+        state_dict.update(target)
         self.model.load_state_dict(state_dict)
 
     def _load_single_file(self, path: str) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        if path.endswith(".safetensors"):
-            from safetensors.torch import load_file
+        from hyper_parallel.checkpointing import CheckpointCorruptError, load_error
 
-            state_dict = load_file(path)
-        else:
-            state_dict = torch.load(path, map_location="cpu", weights_only=True)
+        if path.endswith(".safetensors"):  # a damaged header is one line naming the file
+            get_platform().check_safetensors(path)
+        try:
+            if path.endswith(".safetensors"):
+                from safetensors.torch import load_file
+
+                state_dict = load_file(path)
+            else:
+                state_dict = torch.load(path, map_location="cpu", weights_only=True)
+        except CheckpointCorruptError:
+            raise
+        except Exception as exc:  # unreadable, crafted or foreign
+            raise load_error(path, exc) from exc
+        if not isinstance(state_dict, dict):
+            raise CheckpointCorruptError(
+                path, f"expected a dict of tensors, got {type(state_dict).__name__}", problem="is refused"
+            )
+        fits = self._weights_fit(path, state_dict)
         set_model_state_dict(
-            self.model, state_dict, options=StateDictOptions(full_state_dict=True, strict=False)
+            self.model,
+            {key: state_dict[key] for key in fits},
+            options=StateDictOptions(full_state_dict=True, strict=False),
         )
-        logical = {_logical_name(n) for n, _ in self.model.named_parameters()}
-        missing = sorted(logical - set(state_dict))
-        unexpected = sorted(set(state_dict) - logical)
-        if missing:
-            logger.warning("%d parameters missing from %s, first: %s", len(missing), path, missing[:5])
-        if unexpected:
-            logger.warning("%d unexpected keys in %s, first: %s", len(unexpected), path, unexpected[:5])
 
     # ------------------------------------------------------- 10-11. optimizer
     def _build_optimizer(self) -> None:
