@@ -36,14 +36,15 @@ def test_every_registered_case_claims_a_plant_that_exists_and_can_be_caught():
     plan = make_plan(REGISTRY)
     assert plan.problems == [], "\n".join(plan.problems)
     claimed = {case for cases in plan.cases_of.values() for case in cases}
-    assert claimed == {c.id for c in REGISTRY if "torch" in c.backends}
+    assert claimed | set(plan.unmeasured) == {c.id for c in REGISTRY if "torch" in c.backends}
+    assert not claimed & set(plan.unmeasured)
 
 
 def test_claims_by_name_cover_a_grid_and_an_id_overrides_its_name():
     reg = _registry()
     claims = {"lr": (CAUGHT,), "lr_curve.lr-steps=2": (OTHER,), "lonely": (CAUGHT,)}
     assert [claims_of(c, claims) for c in reg] == [(CAUGHT,), (OTHER,), (), (CAUGHT,)]
-    plan = make_plan(reg, claims=claims)
+    plan = make_plan(reg, claims=claims, unmeasured=())
     assert plan.problems == []  # only_ms runs on no CI backend: nothing to claim
     assert plan.cases_of == {
         CAUGHT: ["lr_curve.lr-steps=1", "batches.lonely"],
@@ -53,12 +54,23 @@ def test_claims_by_name_cover_a_grid_and_an_id_overrides_its_name():
 
 def test_plan_problems_name_the_case_or_claim():
     claims = {"lr": ("no_such_plant",), "lr_curve.lr-steps=2": (INERT,), "gone_case": (CAUGHT,)}
-    problems = make_plan(_registry(), claims=claims).problems
+    problems = make_plan(_registry(), claims=claims, unmeasured=()).problems
     assert problems == [
         "claim 'gone_case' names no registered case (id or name)",
         "case lr_curve.lr-steps=1 claims unknown plant 'no_such_plant'",
         f"case lr_curve.lr-steps=2 claims plant {INERT}, which is inert (it must change nothing)",
         "case batches.lonely claims no plant (add it to parity/tools/claims.py)",
+    ]
+
+
+def test_unmeasured_cases_are_reported_not_run_and_must_not_also_claim():
+    claims = {"lr": (CAUGHT,)}
+    plan = make_plan(_registry(), claims=claims, unmeasured={"lonely", "lr_curve.lr-steps=1", "gone"})
+    assert plan.unmeasured == ["batches.lonely"]
+    assert plan.cases_of == {CAUGHT: ["lr_curve.lr-steps=1", "lr_curve.lr-steps=2"]}
+    assert plan.problems == [
+        "UNMEASURED entry 'gone' names no registered case (id or name)",
+        "case lr_curve.lr-steps=1 claims a plant and is listed UNMEASURED: drop it from UNMEASURED",
     ]
 
 
