@@ -345,6 +345,12 @@ class HyperTrainer(Configurable):
             lr_schedulers=self.lr_scheduler,
             dataloader=self.dataloader,
             sd_adapter=self.spec.state_dict_adapter,
+            # Recorded in each checkpoint and compared on resume (checkpointing.resume_settings).
+            run_settings={
+                "global_batch_size": self.config.training.global_batch_size,
+                "seq_len": self.config.training.seq_len,
+                "max_steps": self.state.max_steps,
+            },
         )
         if self.config.training.weights_path:
             self.checkpointer.load_weights(self.config.training.weights_path)

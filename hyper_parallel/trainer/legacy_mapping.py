@@ -133,6 +133,10 @@ FIELD_MAP: tuple[FieldRule, ...] = (
     _rule("train.checkpoint.save_async", "checkpoint.save_async"),
     _rule("train.checkpoint.save_hf_weights", "checkpoint.save_hf_weights"),
     _rule("train.checkpoint.load_path", "checkpoint.load_path"),
+    _rule("train.checkpoint.overwrite", "checkpoint.overwrite"),
+    _rule("train.checkpoint.allow_unverified", "checkpoint.allow_unverified"),
+    _rule("train.checkpoint.resume_config_changes", "checkpoint.resume_config_changes"),
+    _rule("train.checkpoint.allow_partial_weights", "checkpoint.allow_partial_weights"),
     # ---- metrics (logging + tensorboard + wandb) and profiler
     _rule("train.logging.report_to", "metrics.report_to"),
     _rule("train.logging.log_steps", "metrics.log_steps"),
