@@ -1573,6 +1573,41 @@ PLANTS: tuple[Plant, ...] = (
         expected="inert",
         function="reported_loss",
     ),
+    # ------------------------------------------------------------------ claimed by case families
+    # (written for ``selfcheck --quick``: each turns a whole family of component cases red)
+    _plant(
+        "loss_shift_pads_last_with_zero",
+        "loss",
+        "new",
+        LOSS,
+        "return get_platform().pad_last_dim(labels, 1, ignore_index)[..., 1:]",
+        "return get_platform().pad_last_dim(labels, 1, 0)[..., 1:]",
+        "the shifted labels' last position padded with token 0 instead of ignore_index (scored)",
+        needs="component_loss_vs_legacy, component_loss goldens",
+        function="shift_labels",
+    ),
+    _plant(
+        "tok_encode_strips_text",
+        "tokenizer",
+        "new",
+        TOK,
+        "return list(self.hf.encode(text, add_special_tokens=add_special_tokens))",
+        "return list(self.hf.encode(text.strip(), add_special_tokens=add_special_tokens))",
+        "the component strips surrounding whitespace before encoding",
+        needs="component_tokenizer_vs_legacy, component_tokenizer goldens",
+        function="HuggingFaceTokenizer.encode",
+    ),
+    _plant(
+        "tok_specials_always_added",
+        "tokenizer",
+        "new",
+        TOK,
+        "return list(self.hf.encode(text, add_special_tokens=add_special_tokens))",
+        "return list(self.hf.encode(text, add_special_tokens=True))",
+        "the component ignores add_special_tokens=False",
+        needs="component_tokenizer_vs_legacy (special=False)",
+        function="HuggingFaceTokenizer.encode",
+    ),
 )
 
 
