@@ -3,11 +3,10 @@
 ``BaseDataLoader.Config`` carries what is the dataloader's own (the legacy ``data:`` fields, under
 their YAML names). The sizes and the seed are the training loop's (``TrainingConfig``) and reach
 the loader as ``build(...)`` kwargs, as in torchtitan: ``seq_len``, ``local_batch_size``,
-``global_batch_size``, ``seed``, so each lives in one place. Building it dispatches on ``type``
-through one type -> class map that every subclass joins by declaring ``data_types``: ``BaseDataLoader.__new__`` picks the registered class, so the generic
-Config (the trainer's default) and ``BaseDataLoader(config)`` both yield the concrete loader, with
-no copy of the Config into another class. A concrete Config (``DummyDataLoader.Config``...) builds
-its own class.
+``global_batch_size``, ``seed``, so each lives in one place. The Config's class picks the loader,
+as for every component: ``DummyDataLoader.Config(...)``, ``HuggingFaceTextDataLoader.Config(...)``
+or ``PresetPtDataLoader.Config(...)`` builds its own class. The legacy ``data.type`` string is
+turned into one of these Configs once, in ``hyper_parallel.trainer.legacy_mapping``.
 
 Why a wrapper and not a ``StatefulDataLoader`` subclass: components reach torch only through the
 platform, so the loader is created by ``platform.stateful_dataloader`` and held as ``.loader``.
@@ -26,7 +25,7 @@ import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
@@ -43,8 +42,6 @@ __all__ = [
     "LABEL_PAD_ID",
     "DEFAULT_VOCAB_SIZE",
     "data_parallel_rank",
-    "loader_class",
-    "supported_types",
 ]
 
 logger = get_logger(__name__)
@@ -53,27 +50,10 @@ logger = get_logger(__name__)
 LABEL_PAD_ID = -100
 # Dummy vocabulary when the caller has no model config to take it from.
 DEFAULT_VOCAB_SIZE = 32000
+# The row formats ``HuggingFaceTextDataLoader`` reads (``hyper_parallel.data.hf.load_raw_dataset``).
+_TEXT_FORMATS = ("hf_datasets", "json_file")
 # Dummy sample ``idx`` is drawn from a generator seeded ``42 + idx``: fixed, not ``seed``.
 _DUMMY_BASE_SEED = 42
-
-# ``type`` -> concrete loader class, filled by ``BaseDataLoader.__init_subclass__`` in definition order.
-_LOADER_TYPES: dict[str, type[BaseDataLoader]] = {}
-
-
-def supported_types() -> tuple[str, ...]:
-    """Every registered ``type`` name, in registration order."""
-    return tuple(_LOADER_TYPES)
-
-
-def loader_class(data_type: str) -> type[BaseDataLoader]:
-    """The loader class registered for ``data_type``; an unknown name is a ``ValueError``."""
-    try:
-        return _LOADER_TYPES[data_type]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown dataloader type {data_type!r} (field BaseDataLoader.Config.type, YAML data.type). "
-            f"Supported: {', '.join(supported_types())}"
-        ) from None
 
 
 def data_parallel_rank(global_rank: int, non_dp_size: int) -> int:
@@ -89,20 +69,15 @@ def data_parallel_rank(global_rank: int, non_dp_size: int) -> int:
 class BaseDataLoader(Configurable):
     """A map-style dataset read through ``DistributedSampler`` + ``StatefulDataLoader`` for one dp rank.
 
-    Subclasses provide ``_build_dataset`` and declare the ``data_types`` they serve. After
-    construction: ``dataset``, ``collate_fn``, ``sampler``, ``loader``, ``grad_accum``, ``pad_id``,
+    Subclasses provide ``_build_dataset``; their Config picks them. After construction: ``dataset``, ``collate_fn``, ``sampler``, ``loader``, ``grad_accum``, ``pad_id``,
     ``seq_len`` and ``training_steps`` (the horizon after the dataset's change of ``max_steps``,
     which the LR scheduler must use).
     """
-
-    # The ``Config.type`` names this class serves; each one is registered for dispatch.
-    data_types: ClassVar[tuple[str, ...]] = ()
 
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
         """The legacy ``data:`` fields that are the loader's own (YAML names); sizes come as kwargs."""
 
-        type: str = "dummy"
         train_path: str | None = None
         subset: str | None = None
         train_size: int | None = None
@@ -113,22 +88,6 @@ class BaseDataLoader(Configurable):
         prefetch_factor: int | None = None
         pin_memory: bool = True
         shuffle: bool = True
-
-    def __new__(cls, config: BaseDataLoader.Config | None = None, **kwargs: Any) -> BaseDataLoader:
-        """Building the generic Config (or ``BaseDataLoader(config)``) yields the class for ``config.type``."""
-        if cls is BaseDataLoader and config is not None:
-            cls = loader_class(config.type)
-        return super().__new__(cls)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name in cls.__dict__.get("data_types", ()):
-            if name in _LOADER_TYPES:
-                raise ValueError(
-                    f"dataloader type {name!r} is already served by {_LOADER_TYPES[name].__qualname__}; "
-                    f"{cls.__qualname__} cannot register it again"
-                )
-            _LOADER_TYPES[name] = cls
 
     def __init__(
         self,
@@ -149,14 +108,10 @@ class BaseDataLoader(Configurable):
         ``TrainingConfig``'s values (legacy ``data.max_seq_len``, ``train.micro_batch_size``,
         ``train.global_batch_size``, ``train.seed``)."""
         name = type(self).__qualname__
-        if not self.data_types:
+        if type(self)._build_dataset is BaseDataLoader._build_dataset:
             raise TypeError(
-                f"{name} serves no data type; build BaseDataLoader.Config(type=...) to get a concrete loader"
-            )
-        if config.type not in self.data_types:
-            raise ValueError(
-                f"{name}.Config.type (data.type) is {config.type!r}, but {name} serves "
-                f"{', '.join(self.data_types)}; build BaseDataLoader.Config(type={config.type!r}) to dispatch"
+                f"{name} reads no dataset; build DummyDataLoader.Config, HuggingFaceTextDataLoader.Config "
+                "or PresetPtDataLoader.Config"
             )
         _check_positive("local_batch_size", local_batch_size)
         _check_positive("global_batch_size", global_batch_size)
@@ -272,11 +227,9 @@ class BaseDataLoader(Configurable):
 class DummyDataLoader(BaseDataLoader):
     """``type: dummy``: ``training_steps * global_batch_size`` random sequences, content fixed per index."""
 
-    data_types = ("dummy",)
-
     @dataclass(kw_only=True, slots=True)
     class Config(BaseDataLoader.Config):
-        type: str = "dummy"
+        """Random sequences: only the loader settings of the base Config apply."""
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.dummy import DummyDataset
@@ -305,20 +258,25 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
     no requested cap.
     """
 
-    data_types = ("hf_datasets", "json_file")
-
     @dataclass(kw_only=True, slots=True)
     class Config(BaseDataLoader.Config):
-        type: str = "hf_datasets"
+        """A local dataset folder or file; ``format`` is how its rows are read (legacy ``data.type``)."""
+
+        format: Literal["hf_datasets", "json_file"] = "hf_datasets"
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset
         from hyper_parallel.data.transforms import build_text_transform, name_data_rows
 
         cfg = self.config
+        if cfg.format not in _TEXT_FORMATS:
+            raise ValueError(
+                f"HuggingFaceTextDataLoader.Config.format (data.type) is {cfg.format!r}; expected one of "
+                f"{', '.join(_TEXT_FORMATS)}"
+            )
         if tokenizer is None:
             raise ValueError(
-                f"data.type={cfg.type} needs a tokenizer: pass tokenizer= (the HuggingFaceTokenizer "
+                f"data.type={cfg.format} needs a tokenizer: pass tokenizer= (the HuggingFaceTokenizer "
                 "component or a HF tokenizer) to build()"
             )
         # The tokenizer component delegates to the HF tokenizer it holds as ``.hf``.
@@ -329,11 +287,11 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
                 f"data.subset={cfg.subset!r} names a configuration of a dataset folder, but "
                 f"data.train_path={cfg.train_path!r} is a file, which has none; unset data.subset"
             )
-        raw = load_raw_dataset(cfg.type, cfg.train_path, cfg.subset, streaming=cfg.streaming)
+        raw = load_raw_dataset(cfg.format, cfg.train_path, cfg.subset, streaming=cfg.streaming)
         if cfg.train_size is not None and cfg.train_size < len(raw):
             raw = raw.select(range(cfg.train_size))
         transform = build_text_transform(
-            encoder, cutoff=self.seq_len, text_key=cfg.text_key, data_type=cfg.type, template=cfg.template
+            encoder, cutoff=self.seq_len, text_key=cfg.text_key, data_type=cfg.format, template=cfg.template
         )
         transform = name_data_rows(transform, cfg.train_path)  # row errors name the file and row
         tokenized = raw.map(transform, batched=True, remove_columns=raw.column_names, desc="Tokenizing")
@@ -350,7 +308,7 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
             )
         self.training_steps = steps
         logger.info_rank0(  # type: ignore[attr-defined]
-            "%s dataloader %s: %d samples, training_steps=%d", cfg.type, cfg.train_path, len(dataset), steps
+            "%s dataloader %s: %d samples, training_steps=%d", cfg.format, cfg.train_path, len(dataset), steps
         )
         return dataset
 
@@ -361,11 +319,9 @@ class PresetPtDataLoader(BaseDataLoader):
     A truthy ``training_steps`` is kept as the horizon (a reset, never a shrink to the data).
     """
 
-    data_types = ("preset_pt",)
-
     @dataclass(kw_only=True, slots=True)
     class Config(BaseDataLoader.Config):
-        type: str = "preset_pt"
+        """A ``torch.save``'d list of batches at ``train_path``."""
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.preset_pt import PresetDataset, flatten_preset_batches, load_preset_batches

@@ -92,10 +92,15 @@ def _bool_registry(tyro: Any) -> Any:
     return registry
 
 
-def _tyro_options(tyro: Any) -> dict[str, Any]:
-    """The tyro settings that define the flag style; shared by parsing and the surface listing."""
+def _tyro_options(tyro: Any, *, cascade: bool = True) -> dict[str, Any]:
+    """The tyro settings that define the flag style; shared by parsing and the surface listing.
+
+    ``cascade``: a subcommand's flags (``dataloader:hf_text --dataloader.train_path ...``) and the
+    root's may come in any order after it, and the default subcommand's flags need no subcommand.
+    The surface listing walks the plain parser, where each subcommand's flags sit under it.
+    """
     return {
-        "config": (tyro.conf.FlagConversionOff,),
+        "config": (tyro.conf.FlagConversionOff,) + ((tyro.conf.CascadeSubcommandArgs,) if cascade else ()),
         "use_underscores": True,
         "registry": _bool_registry(tyro),
     }
@@ -146,10 +151,9 @@ def _import_failed(module: str, path: str, exc: BaseException) -> ImportError:
 
 
 def _walk_flags(parser: Any, out: set[str]) -> set[str]:
-    import argparse
-
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        # A subparsers action (tyro's vendored argparse has its own class): its choices are parsers.
+        if not action.option_strings and isinstance(getattr(action, "choices", None), dict):
             for sub in action.choices.values():
                 _walk_flags(sub, out)
         else:
@@ -326,6 +330,8 @@ class ConfigManager:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # get_parser is deprecated, still exact
             parser = tyro.extras.get_parser(
-                root_cls, default=root_cls() if default is None else default, **_tyro_options(tyro)
+                root_cls,
+                default=root_cls() if default is None else default,
+                **_tyro_options(tyro, cascade=False),
             )
         return sorted(_walk_flags(parser, set(_SELECTORS)))

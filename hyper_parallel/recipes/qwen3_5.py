@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 
 from hyper_parallel.components.checkpoint import CheckpointManager
-from hyper_parallel.components.dataloader import BaseDataLoader
+from hyper_parallel.components.dataloader import DummyDataLoader
 from hyper_parallel.components.loss import CrossEntropyLoss
 from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
 from hyper_parallel.components.metrics import MetricsProcessor
@@ -45,7 +45,7 @@ def debug() -> TrainerConfig:  # HyperTrainer.Config is TrainerConfig
     return HyperTrainer.Config(
         model_spec=model_spec("debug"),
         tokenizer=HuggingFaceTokenizer.Config(),  # unused: dummy data needs no tokenizer
-        dataloader=BaseDataLoader.Config(type="dummy"),
+        dataloader=DummyDataLoader.Config(),
         optimizer=OptimizersContainer.Config(lr=1e-3, weight_decay=0.01),
         lr_scheduler=LRSchedulersContainer.Config(lr_warmup_ratio=0.1, decay_style="cosine", lr_min=1e-4),
         loss=CrossEntropyLoss.Config(),

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from hyper_parallel.components.checkpoint import CheckpointManager
-from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
+from hyper_parallel.components.dataloader import (
+    BaseDataLoader,
+    DummyDataLoader,
+    HuggingFaceTextDataLoader,
+    PresetPtDataLoader,
+    data_parallel_rank,
+)
 from hyper_parallel.components.loss import BaseLoss, CrossEntropyLoss
 from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
 from hyper_parallel.components.metrics import MetricsProcessor
@@ -53,10 +59,22 @@ try:  # tyro is only needed by the CLI; the tree itself must import without it.
 
     _Hidden = tyro.conf.Suppress
 except ImportError:  # pragma: no cover - exercised only where tyro is missing
+    tyro = None
     _Hidden = None
 
 # ModelSpec holds callables and a model dataclass that a CLI cannot parse: hidden from tyro.
 ModelSpecField = Annotated[ModelSpec | None, _Hidden] if _Hidden is not None else ModelSpec | None
+
+# The loader is chosen by its Config class; on the command line each class is a subcommand
+# (``dataloader:dummy``, ``dataloader:hf_text``, ``dataloader:preset_pt``), dummy by default.
+if tyro is not None:
+    DataLoaderConfig = (
+        Annotated[DummyDataLoader.Config, tyro.conf.subcommand("dummy")]
+        | Annotated[HuggingFaceTextDataLoader.Config, tyro.conf.subcommand("hf_text")]
+        | Annotated[PresetPtDataLoader.Config, tyro.conf.subcommand("preset_pt")]
+    )
+else:  # pragma: no cover - exercised only where tyro is missing
+    DataLoaderConfig = BaseDataLoader.Config
 
 # The RFC's 11 initialisation steps, in order (``HyperTrainer.init_steps`` records the ones run).
 INIT_STEPS = (
@@ -101,7 +119,7 @@ class HyperTrainer(Configurable):
         dump_folder: str = "outputs"
 
         tokenizer: BaseTokenizer.Config = field(default_factory=HuggingFaceTokenizer.Config)
-        dataloader: BaseDataLoader.Config = field(default_factory=BaseDataLoader.Config)
+        dataloader: DataLoaderConfig = field(default_factory=DummyDataLoader.Config)
         optimizer: OptimizersContainer.Config = field(default_factory=OptimizersContainer.Config)
         lr_scheduler: LRSchedulersContainer.Config = field(default_factory=LRSchedulersContainer.Config)
         loss: BaseLoss.Config = field(default_factory=CrossEntropyLoss.Config)
@@ -245,10 +263,12 @@ class HyperTrainer(Configurable):
         self.dp_group_info = dist.dp_group_info
 
     def _init_tokenizer(self) -> None:
-        """No tokenizer for dummy data, nor for preset batches without a path (legacy rule, spec 6.1)."""
+        """No tokenizer for dummy data, nor for preset batches without a path (the legacy rule)."""
         cfg = self.config
-        data_type = cfg.dataloader.type
-        if data_type == "dummy" or (data_type == "preset_pt" and not cfg.tokenizer.path):
+        loader = cfg.dataloader
+        if isinstance(loader, DummyDataLoader.Config) or (
+            isinstance(loader, PresetPtDataLoader.Config) and not cfg.tokenizer.path
+        ):
             self.tokenizer = None
             return
         self.tokenizer = cfg.tokenizer.build(vocab_size=self.spec.model.vocab_size)

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyper_parallel.components.checkpoint import CheckpointManager
-from hyper_parallel.components.dataloader import BaseDataLoader
+from hyper_parallel.components.dataloader import (
+    BaseDataLoader,
+    DummyDataLoader,
+    HuggingFaceTextDataLoader,
+    PresetPtDataLoader,
+)
 from hyper_parallel.components.loss import CrossEntropyLoss
 from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
 from hyper_parallel.components.metrics import MetricsProcessor, TensorBoardConfig, WandbConfig
@@ -41,6 +46,8 @@ from hyper_parallel.trainer.hyper_trainer import HyperTrainer
 __all__ = [
     "FIELD_MAP",
     "UNMAPPED",
+    "DATA_TYPES",
+    "dataloader_config",
     "DERIVED",
     "FieldRule",
     "config_manager",
@@ -76,7 +83,6 @@ def _rule(source: str, target: str, transform: Callable[[Any], Any] | None = Non
 
 FIELD_MAP: tuple[FieldRule, ...] = (
     # ---- data -> dataloader (max_seq_len is the training loop's: training.seq_len)
-    _rule("data.type", "dataloader.type"),
     _rule("data.train_path", "dataloader.train_path"),
     _rule("data.subset", "dataloader.subset"),
     _rule("data.train_size", "dataloader.train_size"),
@@ -175,6 +181,7 @@ DERIVED: dict[str, str] = {
     "model.max_position_embeddings": "model_spec.model: universal architecture override",
     "model.config_overrides": "model_spec.model: free-form overrides, applied last",
     "model.tokenizer_path": "tokenizer.path (tokenizer_path, else weights_path)",
+    "data.type": "dataloader: the loader Config class (DATA_TYPES), and HuggingFaceTextDataLoader.Config.format",
     "train.accelerator.dp_shard": "parallelism.data_parallel_shard_degree (dp_shard, else dp, else 1)",
     "train.accelerator.dp": "parallelism.data_parallel_shard_degree (legacy name of dp_shard)",
 }
@@ -207,6 +214,26 @@ UNMAPPED: dict[str, str] = {
     "train.eval.eval_steps": "evaluation is a stub in the legacy trainer (a warning only)",
     "train.eval.eval_dataset": "evaluation is a stub in the legacy trainer",
 }
+
+
+# Legacy ``data.type`` -> the loader Config it selects, with the fields the name itself sets.
+DATA_TYPES: dict[str, tuple[type[BaseDataLoader.Config], dict[str, Any]]] = {
+    "dummy": (DummyDataLoader.Config, {}),
+    "hf_datasets": (HuggingFaceTextDataLoader.Config, {"format": "hf_datasets"}),
+    "json_file": (HuggingFaceTextDataLoader.Config, {"format": "json_file"}),
+    "preset_pt": (PresetPtDataLoader.Config, {}),
+}
+
+
+def dataloader_config(data_type: str, **fields: Any) -> BaseDataLoader.Config:
+    """The loader Config for legacy ``data.type`` (the one place that string picks a class), with ``fields``."""
+    try:
+        config_cls, implied = DATA_TYPES[data_type]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown data.type {data_type!r}; expected one of {', '.join(DATA_TYPES)}"
+        ) from None
+    return config_cls(**implied, **fields)
 
 
 def mapped_legacy_paths() -> set[str]:
@@ -265,7 +292,7 @@ def legacy_to_trainer_config(args: Any):
     return HyperTrainer.Config(
         model_spec=_model_spec(args),
         tokenizer=HuggingFaceTokenizer.Config(**tree["tokenizer"]),
-        dataloader=BaseDataLoader.Config(**tree["dataloader"]),
+        dataloader=dataloader_config(args.data.type, **tree["dataloader"]),
         optimizer=OptimizersContainer.Config(**tree["optimizer"]),
         lr_scheduler=LRSchedulersContainer.Config(**tree["lr_scheduler"]),
         loss=CrossEntropyLoss.Config(),

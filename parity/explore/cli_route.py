@@ -37,9 +37,16 @@ def _ac(value: str) -> list[str]:
     return ["none" if value.strip().lower() in ("off", "none", "false", "") else "full"]
 
 
+# legacy data.type -> the dataloader subcommand (the loader's Config class) and what it implies
+DATALOADER: dict[str, list[str]] = {
+    "dummy": ["dataloader:dummy"],
+    "hf_datasets": ["dataloader:hf_text"],
+    "json_file": ["dataloader:hf_text", "--dataloader.format", "json_file"],
+    "preset_pt": ["dataloader:preset_pt"],
+}
+
 # legacy dotted key -> (flag of the recipe command line, value -> flag arguments)
 FLAGS: dict[str, tuple[str, Callable[[str], list[str]]]] = {
-    "data.type": ("--dataloader.type", _same),
     "data.train_path": ("--dataloader.train_path", _same),
     "data.train_size": ("--dataloader.train_size", _same),
     "data.max_seq_len": ("--training.seq_len", _same),
@@ -95,7 +102,7 @@ def cli_argv(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> list
     """The recipe command line of legacy ``overrides``; ``warmup_as_steps`` gives the warmup as
     ``--lr_scheduler.warmup_steps ceil(max_steps * ratio)`` (the horizon must be max_steps)."""
     values = dict(_split(t) for t in overrides)
-    unknown = sorted(k for k in values if k not in FLAGS)
+    unknown = sorted(k for k in values if k not in FLAGS and k != "data.type")
     if unknown:
         raise ValueError(
             f"no recipe flag for legacy key(s) {unknown}; add them to parity.explore.cli_route.FLAGS"
@@ -115,6 +122,8 @@ def cli_argv(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> list
         ]
     else:
         argv = []
+    if "data.type" in values:  # a subcommand: it comes before the flags of its Config
+        argv = [*DATALOADER[values.pop("data.type")], *argv]
     for key, value in values.items():
         flag, convert = FLAGS[key]
         argv += [flag, *convert(value)]

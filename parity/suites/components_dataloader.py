@@ -105,12 +105,13 @@ def _new_side(
     max_steps: int,
     n: int,
 ) -> dict[str, Any]:
-    from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
+    from hyper_parallel.components.dataloader import data_parallel_rank
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
 
     tokenizer = None
     if data_type in ("hf_datasets", "json_file"):
         tokenizer = local_tokenizer()
-    config = BaseDataLoader.Config(type=data_type, train_path=train_path, shuffle=shuffle)
+    config = dataloader_config(data_type, train_path=train_path, shuffle=shuffle)
     loader = config.build(
         seq_len=_SEQ,
         local_batch_size=_MBS,
@@ -404,8 +405,9 @@ def _short_new_loader(
     prefetch_factor: int | None = None,
 ) -> Any:
     """The component wired as ``HyperTrainer`` wires it: tokenizer component, dp rank = rank // tp."""
-    from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
+    from hyper_parallel.components.dataloader import data_parallel_rank
     from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
 
     data_type, path = data_source(data)
     folder = data_tokenizer(tok)
@@ -413,8 +415,8 @@ def _short_new_loader(
     if not (data_type == "preset_pt" and folder is None):  # HyperTrainer._init_tokenizer's rule
         path_field = None if folder is None else str(folder)
         tokenizer = HuggingFaceTokenizer.Config(path=path_field).build(vocab_size=vocab)
-    config = BaseDataLoader.Config(
-        type=data_type,
+    config = dataloader_config(
+        data_type,
         train_path=str(path),
         shuffle=shuffle,
         template=template,

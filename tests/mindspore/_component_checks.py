@@ -155,7 +155,11 @@ def _take(it: Any, n: int) -> list[Any]:
 def check_data(preset_path: str) -> None:
     """Tokenizer ids, and for every loader type: the first micro-batches, the micro-batch groups and
     a mid-epoch ``state_dict`` round trip (a fresh loader, loaded, continues like the original)."""
-    from hyper_parallel.components.dataloader import BaseDataLoader
+    from hyper_parallel.components.dataloader import (
+        DummyDataLoader,
+        HuggingFaceTextDataLoader,
+        PresetPtDataLoader,
+    )
     from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
     from parity import assets
 
@@ -172,10 +176,12 @@ def check_data(preset_path: str) -> None:
         }
     }
     configs = {
-        "dummy": BaseDataLoader.Config(type="dummy"),
-        "hf_datasets": BaseDataLoader.Config(type="hf_datasets", train_path=str(assets.text_jsonl())),
-        "json_file": BaseDataLoader.Config(type="json_file", train_path=str(assets.alpaca_json())),
-        "preset_pt": BaseDataLoader.Config(type="preset_pt", train_path=preset_path, shuffle=False),
+        "dummy": DummyDataLoader.Config(),
+        "hf_datasets": HuggingFaceTextDataLoader.Config(train_path=str(assets.text_jsonl())),
+        "json_file": HuggingFaceTextDataLoader.Config(
+            format="json_file", train_path=str(assets.alpaca_json())
+        ),
+        "preset_pt": PresetPtDataLoader.Config(train_path=preset_path, shuffle=False),
     }
     loaders: dict[str, Any] = {}
     for name, cfg in configs.items():
@@ -214,7 +220,9 @@ LOGIT_IDS = np.random.default_rng(0).integers(0, 2048, size=(2, 16), dtype=np.in
 
 def _parts(seed: int) -> dict[str, Any]:
     """Debug model, its optimizer, scheduler, dummy loader and loss, as the trainer builds them."""
-    from hyper_parallel.components.dataloader import BaseDataLoader
+    from hyper_parallel.components.dataloader import (
+        DummyDataLoader,
+    )
     from hyper_parallel.components.loss import CrossEntropyLoss
     from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
     from hyper_parallel.components.optimizer import OptimizersContainer
@@ -227,7 +235,7 @@ def _parts(seed: int) -> dict[str, Any]:
     sched = LRSchedulersContainer.Config(warmup_steps=1, lr_min=1e-3).build(
         optimizers=optim, training_steps=4
     )
-    loader = BaseDataLoader.Config(type="dummy").build(
+    loader = DummyDataLoader.Config().build(
         seq_len=16, local_batch_size=2, global_batch_size=2, seed=7, training_steps=4, vocab_size=2048
     )
     return {

@@ -145,9 +145,10 @@ def _record(groups: list[list[dict[str, Any]]], sampler: Any, grad_accum: int, s
 
 
 def run_new(out: Path, pad_dir: str) -> None:
-    from hyper_parallel.components.dataloader import BaseDataLoader, data_parallel_rank
+    from hyper_parallel.components.dataloader import data_parallel_rank
     from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
     from hyper_parallel.platform import get_platform
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
     from hyper_parallel.trainer.parallel_dims import ParallelDims
 
     platform = get_platform()
@@ -172,9 +173,7 @@ def run_new(out: Path, pad_dir: str) -> None:
             if folder is None
             else HuggingFaceTokenizer.Config(path=folder).build(vocab_size=case["vocab"])
         )
-        config = BaseDataLoader.Config(
-            type=case["type"], train_path=_train_path(case), shuffle=case["shuffle"]
-        )
+        config = dataloader_config(case["type"], train_path=_train_path(case), shuffle=case["shuffle"])
         # HyperTrainer._init_dataloader, with training.* = the case's sizes.
         loader = config.build(
             seq_len=case["seq"],

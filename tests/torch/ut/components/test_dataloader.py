@@ -45,7 +45,6 @@ from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wra
 
 MODEL_VOCAB = 512  # >= the assets tokenizer size, so the legacy vocab check passes
 DATA_FIELDS = (
-    "type",
     "train_path",
     "subset",
     "train_size",
@@ -93,8 +92,11 @@ def legacy_trainer(*overrides: str, world_size: int = 1, rank: int = 0, max_step
 
 
 def config_from_legacy(args) -> BaseDataLoader.Config:
-    """The legacy -> new mapping of the loader's own fields: ``data.<f>`` under the same names."""
-    return BaseDataLoader.Config(**{name: getattr(args.data, name) for name in DATA_FIELDS})
+    """The legacy -> new mapping of the loader's own fields: ``data.type`` picks the Config class,
+    the other ``data.<f>`` keep their names."""
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
+
+    return dataloader_config(args.data.type, **{name: getattr(args.data, name) for name in DATA_FIELDS})
 
 
 def sizes_from_legacy(args) -> dict:
@@ -445,7 +447,8 @@ def test_dummy_training_steps_unchanged_and_size_the_dataset():
 
 def test_config_fields_and_defaults_mirror_the_legacy_schema():
     schema = legacy_args(config=None)
-    defaults = BaseDataLoader.Config()
+    defaults = DummyDataLoader.Config()  # the legacy default data.type is dummy
+    assert schema.data.type == "dummy"
     for name in DATA_FIELDS:
         assert getattr(defaults, name) == getattr(schema.data, name), name
 
@@ -471,48 +474,50 @@ def test_sizes_and_seed_are_not_dataloader_settings():
 
 
 @pytest.mark.parametrize(
-    ("data_type", "cls"),
+    ("data_type", "cls", "format"),
     [
-        ("dummy", DummyDataLoader),
-        ("hf_datasets", HuggingFaceTextDataLoader),
-        ("json_file", HuggingFaceTextDataLoader),
-        ("preset_pt", PresetPtDataLoader),
+        ("dummy", DummyDataLoader, None),
+        ("hf_datasets", HuggingFaceTextDataLoader, "hf_datasets"),
+        ("json_file", HuggingFaceTextDataLoader, "json_file"),
+        ("preset_pt", PresetPtDataLoader, None),
     ],
 )
-def test_generic_config_dispatches_on_type(tokenizer, tmp_path, data_type, cls):
+def test_the_config_class_picks_the_loader(tokenizer, tmp_path, data_type, cls, format):
+    """Each Config builds its own class; the legacy ``data.type`` picks the Config once, in the mapping."""
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
+
     path = {
         "dummy": None,
         "hf_datasets": str(assets.text_jsonl()),
         "json_file": str(assets.alpaca_json()),
         "preset_pt": str(assets.preset_pt(tmp_path / "p.pt")),
     }[data_type]
-    config = BaseDataLoader.Config(type=data_type, train_path=path)
+    config = dataloader_config(data_type, train_path=path)
+    assert type(config) is cls.Config and getattr(config, "format", None) == format
     loader = config.build(**SIZES, tokenizer=tokenizer, training_steps=2)
-    assert type(loader) is cls and loader.config.type == data_type
-    assert dl.loader_class(data_type) is cls
-    direct = BaseDataLoader(config=config, **SIZES, tokenizer=tokenizer, training_steps=2)
-    assert type(direct) is cls
+    assert type(loader) is cls
 
 
-def test_default_configs():
-    assert type(BaseDataLoader.Config().build(**SIZES, training_steps=1)) is DummyDataLoader
-    assert DummyDataLoader.Config().type == "dummy"
-    assert HuggingFaceTextDataLoader.Config().type == "hf_datasets"
-    assert PresetPtDataLoader.Config().type == "preset_pt"
-    assert dl.supported_types() == ("dummy", "hf_datasets", "json_file", "preset_pt")
+def test_no_type_string_registry():
+    assert not hasattr(dl, "loader_class") and not hasattr(dl, "supported_types")
+    assert "type" not in BaseDataLoader.Config.__dataclass_fields__
+    assert "__new__" not in vars(BaseDataLoader)
+    with pytest.raises(TypeError, match=r"BaseDataLoader reads no dataset; build DummyDataLoader.Config"):
+        BaseDataLoader.Config().build(**SIZES, training_steps=1)
 
 
-def test_unknown_type_names_the_field_and_the_supported_types():
-    with pytest.raises(ValueError) as err:
-        BaseDataLoader.Config(type="parquet").build(**SIZES, training_steps=1)
-    message = str(err.value)
-    assert "'parquet'" in message and "BaseDataLoader.Config.type" in message and "data.type" in message
-    assert "dummy, hf_datasets, json_file, preset_pt" in message
+def test_unknown_legacy_type_and_format_are_named():
+    from hyper_parallel.trainer.legacy_mapping import dataloader_config
+
+    with pytest.raises(ValueError, match=r"Unknown data.type 'parquet'; expected one of dummy, hf_datasets"):
+        dataloader_config("parquet")
+    with pytest.raises(ValueError, match=r"HuggingFaceTextDataLoader.Config.format \(data.type\) is 'csv'"):
+        HuggingFaceTextDataLoader.Config(format="csv", train_path=str(assets.text_jsonl())).build(  # type: ignore[arg-type]
+            **SIZES, tokenizer=object()
+        )
 
 
 def test_errors_name_the_field():
-    with pytest.raises(ValueError, match=r"DummyDataLoader.Config.type .*'preset_pt'.*serves dummy"):
-        DummyDataLoader.Config(type="preset_pt").build(**SIZES, training_steps=1)
     with pytest.raises(ValueError, match="needs training_steps"):
         DummyDataLoader.Config().build(**SIZES)
     with pytest.raises(ValueError, match="data.type=hf_datasets needs a tokenizer"):
@@ -526,7 +531,7 @@ def test_errors_name_the_field():
     with pytest.raises(ValueError, match="local_batch_size must be an integer >= 1"):
         DummyDataLoader.Config().build(**{**SIZES, "local_batch_size": 0}, training_steps=1)
     with pytest.raises(ValueError, match="repeat config field"):
-        BaseDataLoader.Config().build(**SIZES, training_steps=1, shuffle=False)
+        DummyDataLoader.Config().build(**SIZES, training_steps=1, shuffle=False)
     with pytest.raises(NotImplementedError, match="streaming"):
         HuggingFaceTextDataLoader.Config(train_path=str(assets.text_jsonl()), streaming=True).build(
             **SIZES, tokenizer=object()

@@ -33,9 +33,10 @@ RECIPE = ("--module", "qwen3_5", "--config", "debug")
 # Three steps (the first runs at lr 0, so the third is the first to see an update), no checkpoint
 # unless a case asks for one, every output inside the test's folder.
 BASE = ("--training.steps", "3", "--checkpoint.save_steps", "0", "--checkpoint.output_dir", "ckpt")
-TEXT = ("--dataloader.type", "hf_datasets", "--tokenizer.path", str(assets.tokenizer_dir()))
+# The loader is a subcommand (its Config class); its flags follow it.
+TEXT = ("dataloader:hf_text", "--tokenizer.path", str(assets.tokenizer_dir()))
 TEXT_DATA = (*TEXT, "--dataloader.train_path", str(assets.text_jsonl()))
-ALPACA = (*TEXT, "--dataloader.type", "json_file", "--dataloader.train_path", str(assets.alpaca_json()))
+ALPACA = (*TEXT, "--dataloader.format", "json_file", "--dataloader.train_path", str(assets.alpaca_json()))
 SAVE = ("--checkpoint.save_steps", "1")
 TB = ("--metrics.tensorboard.enabled", "true")
 WANDB = ("--metrics.wandb.enabled", "true")
@@ -44,7 +45,7 @@ LONG = ("--training.steps", "8")  # LR schedules differ past the first steps
 MP = ("--training.enable_mixed_precision", "true")
 # Preset batches keep the step horizon: 4 steps over 2 batches need a second epoch.
 PRESET = (
-    "--dataloader.type", "preset_pt", "--dataloader.train_path", "@preset", "--dataloader.shuffle", "false",
+    "dataloader:preset_pt", "--dataloader.train_path", "@preset", "--dataloader.shuffle", "false",
     "--training.steps", "6", "--training.global_batch_size", "2", "--training.local_batch_size", "2",
     "--training.seq_len", "8",
 )  # fmt: skip
@@ -59,6 +60,8 @@ LIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "--checkpoint.save_hf_weights": (("false",), SAVE),
     "--checkpoint.save_steps": (("1",), ()),
     "--comm.init_timeout_seconds": (("77",), ()),  # the process group's timeout
+    # Alpaca rows: read as plain text from one column, or (json_file) as instruction records.
+    "--dataloader.format": (("json_file",), (*TEXT, "--dataloader.train_path", str(assets.alpaca_json()), "--dataloader.text_key", "instruction")),
     "--dataloader.num_workers": (("1",), ()),
     "--dataloader.prefetch_factor": (("3",), ("--dataloader.num_workers", "1")),
     "--dataloader.shuffle": (("false",), ()),
@@ -66,7 +69,6 @@ LIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "--dataloader.text_key": (("content",), (*TEXT, "--dataloader.train_path", "@text3")),
     "--dataloader.train_path": (("@text2",), TEXT_DATA),
     "--dataloader.train_size": (("20",), TEXT_DATA),
-    "--dataloader.type": (("hf_datasets",), ("--tokenizer.path", str(assets.tokenizer_dir()), "--dataloader.train_path", str(assets.text_jsonl()))),
     "--debug.check_nan_inf": (("true",), ("--optimizer.lr", "1e20")),  # the third step's grad norm is not finite
     "--debug.deterministic": (("false",), ()),
     "--debug.deterministic_warn_only": (("true",), ()),

@@ -21,7 +21,11 @@ import torch
 import tyro
 
 from hyper_parallel.components.checkpoint import CheckpointManager
-from hyper_parallel.components.dataloader import BaseDataLoader, DummyDataLoader
+from hyper_parallel.components.dataloader import (
+    DummyDataLoader,
+    HuggingFaceTextDataLoader,
+    PresetPtDataLoader,
+)
 from hyper_parallel.components.loss import BaseLoss, ChunkedCELoss, CrossEntropyLoss
 from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
 from hyper_parallel.components.metrics import MetricsProcessor
@@ -59,7 +63,11 @@ RFC_FIELDS: list[tuple[str, Any, type | None]] = [
     ("hf_assets_path", str, str),
     ("dump_folder", str, str),
     ("tokenizer", BaseTokenizer.Config, HuggingFaceTokenizer.Config),
-    ("dataloader", BaseDataLoader.Config, BaseDataLoader.Config),
+    (
+        "dataloader",  # each BaseDataLoader.Config subclass is a CLI subcommand
+        DummyDataLoader.Config | HuggingFaceTextDataLoader.Config | PresetPtDataLoader.Config,
+        DummyDataLoader.Config,
+    ),
     ("optimizer", OptimizersContainer.Config, OptimizersContainer.Config),
     ("lr_scheduler", LRSchedulersContainer.Config, LRSchedulersContainer.Config),
     ("loss", BaseLoss.Config, CrossEntropyLoss.Config),
@@ -168,9 +176,9 @@ def test_recipe_beats_defaults():
 
 def test_command_line_beats_recipe_and_keeps_the_rest():
     config = parse(
-        *DEBUG, "--training.steps", "10", "--optimizer.lr", "0.01", "--dataloader.type", "hf_datasets"
+        *DEBUG, "--training.steps", "10", "--optimizer.lr", "0.01", "--dataloader.shuffle", "false"
     )
-    assert (config.training.steps, config.optimizer.lr, config.dataloader.type) == (10, 0.01, "hf_datasets")
+    assert (config.training.steps, config.optimizer.lr, config.dataloader.shuffle) == (10, 0.01, False)
     expected = qwen3_5_recipes.debug()
     expected = expected.replace(
         training=expected.training.replace(steps=10),
@@ -255,9 +263,17 @@ def test_polymorphic_recipe_default_exposes_the_subclass_fields(poly_module, cap
     assert code == 2 and "--loss.chunks" in err
 
 
-def test_dataloader_type_selects_the_loader_at_build_time():
-    config = parse("--dataloader.type", "preset_pt")
-    assert type(config.dataloader) is BaseDataLoader.Config and config.dataloader.type == "preset_pt"
+def test_the_dataloader_subcommand_picks_the_config_class():
+    assert type(parse().dataloader) is DummyDataLoader.Config  # the default subcommand
+    config = parse("dataloader:preset_pt", "--dataloader.train_path", "p.pt", "--training.steps", "3")
+    assert type(config.dataloader) is PresetPtDataLoader.Config
+    assert (config.dataloader.train_path, config.training.steps) == ("p.pt", 3)
+    config = parse("--training.steps", "3", "dataloader:hf_text", "--dataloader.format", "json_file")
+    assert (
+        type(config.dataloader) is HuggingFaceTextDataLoader.Config
+        and config.dataloader.format == "json_file"
+    )
+    assert not hasattr(config.dataloader, "type")
 
 
 # ----------------------------------------------------------------------------- to_dict round trip
@@ -468,7 +484,7 @@ def test_entry_point_help_lists_the_tree_and_the_recipes():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    for expected in ("--training.steps", "--optimizer.lr", "--dataloader.type", "qwen3_5: debug"):
+    for expected in ("--training.steps", "--optimizer.lr", "dataloader:hf_text", "qwen3_5: debug"):
         assert expected in result.stdout, expected
 
 
