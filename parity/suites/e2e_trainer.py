@@ -353,14 +353,20 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         )
 
 
-def run_new(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
-    """Train ``HyperTrainer`` built from the same YAML through ``legacy_to_trainer_config``."""
+def run_new(
+    *overrides: str, workdir: Path | None = None, config_of: Callable[[tuple[str, ...]], Any] | None = None
+) -> dict[str, Any]:
+    """Train ``HyperTrainer`` built from the same YAML through ``legacy_to_trainer_config``, or
+    through ``config_of(overrides)`` (another route to its Config, e.g. the recipe command line)."""
     from hyper_parallel.trainer.hyper_trainer import HyperTrainer
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
     with _workdir(workdir) as tmp:
-        args = legacy_args(*_side_dirs(tmp), *overrides)
-        trainer: HyperTrainer = legacy_to_trainer_config(args).build()
+        if config_of is None:
+            config = legacy_to_trainer_config(legacy_args(*_side_dirs(tmp), *overrides))
+        else:
+            config = config_of((*_side_dirs(tmp), *overrides))
+        trainer: HyperTrainer = config.build()
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
         losses, grad_norms, lrs, batches = [], [], [], []
         step_fn = trainer.train_step
