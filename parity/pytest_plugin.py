@@ -54,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     refuse_parallel_update(config)
     apply_cpu_profile(config)
+    # Third-party bars, kineto and MindSpore log lines stay out of the test output, as under
+    # `python -m parity`; -vv shows them.
+    from hyper_parallel.platform.quiet import quiet_third_party
+
+    quiet_third_party(verbose=config.getoption("verbose", default=0) >= 2)
 
 
 def apply_cpu_profile(config: pytest.Config) -> None:

@@ -101,6 +101,8 @@ class _DropMessages(logging.Filter):
 
 _installed: dict[str, _DropMessages] = {}
 _env_set: dict[str, str] = {}  # the QUIET_ENV variables this module set (and so may unset)
+# Names the quiet settings set, passed to child processes: a child run with --verbose undoes them.
+_SET_ENV = "HYPER_PARALLEL_QUIET_SET"
 _verbose = False
 
 
@@ -114,16 +116,21 @@ def quiet_third_party(verbose: bool = False) -> None:
     for name, flt in list(_installed.items()):
         logging.getLogger(name).removeFilter(flt)
         del _installed[name]
-    for name, value in list(_env_set.items()):
+    # Ours to undo: what this process set, and what a quiet parent set for it (named in _SET_ENV).
+    inherited = [n for n in os.environ.get(_SET_ENV, "").split(",") if n in QUIET_ENV]
+    for name, value in [*_env_set.items(), *((n, QUIET_ENV[n]) for n in inherited)]:
         if os.environ.get(name) == value:
             os.environ.pop(name)
-        del _env_set[name]
+    _env_set.clear()
+    os.environ.pop(_SET_ENV, None)
     if verbose:
         return
     for name, value in QUIET_ENV.items():
         if name not in os.environ:
             os.environ[name] = value
             _env_set[name] = value
+    if _env_set:
+        os.environ[_SET_ENV] = ",".join(sorted(_env_set))
     datasets = sys.modules.get("datasets")
     if datasets is not None and hasattr(datasets, "disable_progress_bars"):
         datasets.disable_progress_bars()  # imported before: the variable was read already
@@ -201,6 +208,8 @@ def say_once_per_run(folder: Path | None) -> None:
     if not root.handlers:
         handler = logging.StreamHandler()
         handler.setLevel(logging.WARNING)
+        # The logger's name says whose warning it is (the last-resort handler prints the message only).
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     for handler in root.handlers:
         handler.addFilter(_once_filter)

@@ -8,6 +8,7 @@ line.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -197,3 +198,76 @@ def test_progress_callback_shows_no_bar_when_asked(monkeypatch):
     callback.on_train_begin(state)
     assert callback.bar is not None
     callback.on_train_end(state)
+
+
+def test_quiet_env_is_set_unless_the_user_set_it_and_verbose_undoes_it(monkeypatch):
+    from hyper_parallel.platform import quiet
+
+    for name in (*quiet.QUIET_ENV, quiet._SET_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GLOG_v", "1")  # the user's own setting stays
+    try:
+        quiet.quiet_third_party(False)
+        assert os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1"
+        assert os.environ["KINETO_LOG_LEVEL"] == "6" and os.environ["GLOG_v"] == "1"
+        # A child of a quiet process inherits the variables; --verbose there undoes them too.
+        quiet._env_set.clear()
+        quiet.quiet_third_party(True)
+        assert "HF_DATASETS_DISABLE_PROGRESS_BARS" not in os.environ and "KINETO_LOG_LEVEL" not in os.environ
+        assert os.environ["GLOG_v"] == "1"
+    finally:
+        quiet.quiet_third_party(False)  # as the test session runs (parity.pytest_plugin)
+
+
+def test_a_kineto_trace_prints_no_line_when_quiet():
+    code = (
+        "from hyper_parallel.platform.quiet import quiet_third_party\n"
+        "quiet_third_party({verbose})\n"
+        "import torch\n"
+        "from torch.profiler import profile\n"
+        "with profile():\n"
+        "    torch.ones(4).sum()\n"
+    )
+    outs = []
+    for verbose in (False, True):
+        proc = subprocess.run(
+            [sys.executable, "-c", code.format(verbose=verbose)],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout + proc.stderr)
+    assert "USDT" not in outs[0] and "USDT" in outs[1]
+
+
+def test_each_warning_prints_once_per_run_across_forked_processes(tmp_path):
+    code = (
+        "import logging, os, sys\n"
+        "from pathlib import Path\n"
+        "from hyper_parallel.platform.quiet import quiet_third_party, say_once_per_run\n"
+        "quiet_third_party(sys.argv[2] == 'verbose')\n"
+        "say_once_per_run(Path(sys.argv[1]))\n"
+        "log = logging.getLogger('hyper_parallel.components.dataloader')\n"
+        "for _ in range(3):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        log.warning('preset_pt with shuffle=True does not replay the batches in order')\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "log.warning('another warning')\n"
+    )
+    counts = []
+    for mode in ("quiet", "verbose"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / mode), mode],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        counts.append(proc.stderr.count("preset_pt with shuffle=True"))
+        assert "another warning" in proc.stderr
+    assert counts == [1, 3]
