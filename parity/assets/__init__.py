@@ -76,7 +76,12 @@ def text_disk_copy() -> Path:
     import tempfile
 
     root, owner = Path(tempfile.mkdtemp(prefix="parity-text-disk-")), os.getpid()
-    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(root, ignore_errors=True))
+
+    def remove() -> None:
+        if os.getpid() == owner:  # not in a forked child that reaches atexit
+            shutil.rmtree(root, ignore_errors=True)
+
+    atexit.register(remove)
     folder = root / "text_disk"
     shutil.copytree(text_disk_dir(), folder)
     return folder
