@@ -90,7 +90,7 @@ def _field_change(name: str, old: Any, new: Any) -> str:
     return f"{name} {old!r} -> {new!r}"
 
 
-def _clip(line: str, width: int = 160) -> str:
+def _clip(line: str, width: int = 200) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -233,42 +233,46 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+_SHORT_DTYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+
+
+def _ulp_text(ulps: list[int], dtype: str) -> str:
+    return f", {max(ulps)} ULP {_SHORT_DTYPE.get(dtype, dtype)}" if ulps else ""
+
+
 def _describe(group: _Group) -> str:
     parts = []
+    if group.floats:
+        diffs = [f[0] for f in group.floats]
+        ulps = [f[1] for f in group.floats if f[1] is not None]
+        text = f"{len(group.floats)} float(s) changed, max |diff| {_g(max(diffs))}{_ulp_text(ulps, group.floats[0][2])}"
+        if len(group.floats) <= 2:
+            text += ": " + "; ".join(f"{_short_path(p)} {a} -> {b}" for p, a, b in group.values[:2])
+        parts.append(text)
     if group.elements:
         count = sum(e[0] for e in group.elements)
         numel = sum(e[1] for e in group.elements)
         diffs = [e[2] for e in group.elements if not math.isnan(e[2])]
         ulps = [e[3] for e in group.elements if e[3] is not None]
-        text = f"{count} of {numel} elements in {len(group.elements)} tensor(s) changed"
+        text = f"{len(group.elements)} small tensor(s): {count}/{numel} elements"
         if diffs:
             text += f", max |diff| {_g(max(diffs))}"
-        if ulps:
-            text += f", max {max(ulps)} ULP ({group.elements[0][4]})"
-        parts.append(text)
-    if group.floats:
-        diffs = [f[0] for f in group.floats]
-        ulps = [f[1] for f in group.floats if f[1] is not None]
-        text = f"{len(group.floats)} float(s) changed, max |diff| {_g(max(diffs))}"
-        if ulps:
-            text += f", max {max(ulps)} ULP ({group.floats[0][2]})"
-        if len(group.floats) <= 2:
-            text += ": " + "; ".join(f"{p} {a} -> {b}" for p, a, b in group.values[:2])
-        parts.append(text)
+        parts.append(text + _ulp_text(ulps, group.elements[0][4]))
     if group.hashed:
         worst = max(group.hashed, key=lambda h: -1.0 if math.isnan(h[3]) else h[3])
-        text = f"{len(group.hashed)} hashed tensor(s) moved"
+        text = f"{len(group.hashed)} large tensor(s) moved"
         so, sn = worst[1], worst[2]
+        name = _short_path(worst[0])
         if so and sn:
-            moved = [k for k in ("sum", "min", "max") if so.get(k) != sn.get(k)]
+            moved = [k for k in ("sum", "max", "min") if so.get(k) != sn.get(k)]
             shown = ", ".join(f"{k} {_stat(so.get(k))} -> {_stat(sn.get(k))}" for k in moved[:2])
-            text += f"; most: {worst[0]} ({shown or 'stats unchanged'})"
+            text += f", most {name}: {shown or 'stats unchanged'}"
         else:
-            text += f" (e.g. {worst[0]}; no stats recorded before)"
+            text += f" (e.g. {name}; no stats recorded before)"
         parts.append(text)
     plain = [v for v in group.values if not group.floats]
     if plain:
-        shown = "; ".join(f"{p}: {a} -> {b}" for p, a, b in plain[:2])
+        shown = "; ".join(f"{_short_path(p)}: {a} -> {b}" for p, a, b in plain[:2])
         more = f" (+{len(plain) - 2} more)" if len(plain) > 2 else ""
         parts.append(f"{len(plain)} value(s) changed: {shown}{more}")
     if group.added:
@@ -277,7 +281,17 @@ def _describe(group: _Group) -> str:
         parts.append(
             f"{len(group.removed)} removed ({group.removed[0]}{', ...' if len(group.removed) > 1 else ''})"
         )
-    return f"[{group.total} leaves] " + "; ".join(parts)
+    return "; ".join(parts)
+
+
+def _short_path(path: str) -> str:
+    return path[len(_common_prefix(path)) :] or path
+
+
+def _common_prefix(path: str) -> str:
+    """The group part of a leaf path (its first two names), which the line already shows."""
+    names = path.split(".")
+    return ".".join(names[:2]) + "." if len(names) > 2 else ""
 
 
 def _stat(value: Any) -> str:
