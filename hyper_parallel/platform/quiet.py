@@ -212,4 +212,5 @@ def say_once_per_run(folder: Path | None) -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     for handler in root.handlers:
-        handler.addFilter(_once_filter)
+        if not type(handler).__module__.startswith("_pytest"):  # pytest's capture keeps every record
+            handler.addFilter(_once_filter)
