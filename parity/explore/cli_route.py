@@ -134,7 +134,17 @@ def cli_config(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> An
     """``HyperTrainer.Config`` parsed by ``python -m hyper_parallel.train``'s ConfigManager."""
     from hyper_parallel.trainer.legacy_mapping import config_manager
 
-    return config_manager().parse_args(cli_argv(overrides, warmup_as_steps=warmup_as_steps))
+    return _parse(config_manager(), cli_argv(overrides, warmup_as_steps=warmup_as_steps))
+
+
+def _parse(manager: Any, argv: list[str]) -> Any:
+    """``manager.parse_args(argv)``; tyro's usage exit becomes an error of the case, not of the run."""
+    try:
+        return manager.parse_args(argv)
+    except SystemExit as exc:
+        raise ValueError(
+            f"the command line refused {' '.join(argv)!r} (exit {exc.code}); see its message above"
+        ) from None
 
 
 def yaml_config(overrides: Sequence[str]) -> Any:
@@ -142,4 +152,4 @@ def yaml_config(overrides: Sequence[str]) -> Any:
     from hyper_parallel.trainer.legacy_mapping import config_manager
     from parity.legacy_driver import DEBUG_YAML
 
-    return config_manager().parse_args([str(DEBUG_YAML), *overrides])
+    return _parse(config_manager(), [str(DEBUG_YAML), *overrides])
