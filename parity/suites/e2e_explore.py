@@ -13,6 +13,10 @@ Three families, all comparing ``LLMTrainer`` with ``HyperTrainer`` built from th
 - ``explore_resume``: resume anywhere: a drawn point and step ``k``; each trainer resumed from
   each trainer's ``step_k`` must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit
   (plus one fixed point, so the default run checks it too).
+
+Nightly: ``HYPOTHESIS_PROFILE=explore python -m parity run --tag explore --explore-budget 3600``
+(the ``explore`` profile allows 2000 examples; the budget ends the run). A shrunk point reruns with
+``python -m parity.explore parity/reports/explore/<id>/point.yaml``.
 """
 
 from __future__ import annotations
