@@ -143,11 +143,14 @@ def libm_variant() -> str:
 
 def numpy_dispatch() -> list[str]:
     """numpy's dispatch targets enabled in this process (``NPY_DISABLE_CPU_FEATURES`` removes some)."""
+    import importlib
+
     try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy 2.x
+        umath = importlib.import_module("numpy._core._multiarray_umath")  # numpy 2.x
     except ImportError:
-        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy 1.x
-    return [name for name in __cpu_dispatch__ if __cpu_features__.get(name)]
+        umath = importlib.import_module("numpy.core._multiarray_umath")  # numpy 1.x
+    features = umath.__cpu_features__
+    return [name for name in umath.__cpu_dispatch__ if features.get(name)]
 
 
 def fingerprint(backend: str, platform: Any | None = None) -> dict[str, Any]:
