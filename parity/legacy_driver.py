@@ -32,8 +32,8 @@ __all__ = [
 def legacy_args(*overrides: str, config: Path | None = DEBUG_YAML) -> Any:
     """The legacy ``args``: the debug recipe (or, with ``config=None``, the schema defaults) plus
     ``--a.b=v`` overrides; the model spec of ``model.name`` is registered. The run checks of the
-    CLI (``check_run_values``: decay style, warmup ratio in [0, 1], lr_min <= lr) are off: the
-    cases pin the builders on every value they accept."""
+    CLI (``check_run_values``: seq_len >= 2, decay style, warmup ratio in [0, 1], lr_min <= lr)
+    are off: the cases pin the builders on every value they accept."""
     os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
     from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec

@@ -156,8 +156,7 @@ class LegacyDataArgs:
     shuffle: bool = True
 
     def __post_init__(self) -> None:
-        # One token is no training sample: the shifted labels leave nothing to predict (loss NaN).
-        _check_min_int("data.max_seq_len", self.max_seq_len, 2)
+        _check_min_int("data.max_seq_len", self.max_seq_len, 1)
         _check_min_int("data.num_workers", self.num_workers, 0)
         if self.train_size is not None:
             _check_min_int("data.train_size", self.train_size, 1, "an int >= 1 or null (all rows)")
@@ -413,12 +412,13 @@ class LegacyTrainerArgs:
 def check_run_values(args: LegacyTrainerArgs) -> None:
     """Refuse values the builders accept but that wreck a run; ``parse_args`` runs it.
 
-    The LR builder computes a schedule for any of these (the parity harness pins it there, so it
-    builds args without this check), but none is what a user means: another decay style runs
-    cosine, a warmup longer than the run never reaches the peak, an ``lr_min`` above ``lr``
-    raises the LR where it should decay (with ``lr`` 0 the schedule stays at 0 whatever
-    ``lr_min`` says).
+    The builders work on any of these (the parity harness pins them there, so it builds args
+    without this check), but none is what a user means: a sequence of one token leaves nothing to
+    predict (NaN losses), another decay style runs cosine, a warmup longer than the run never
+    reaches the peak, an ``lr_min`` above ``lr`` raises the LR where it should decay (with ``lr``
+    0 the schedule stays at 0 whatever ``lr_min`` says).
     """
+    _check_min_int("data.max_seq_len", args.data.max_seq_len, 2)
     opt = args.train.optimizer
     prefix = "train.optimizer"
     _check_choice(f"{prefix}.lr_decay_style", opt.lr_decay_style, LR_DECAY_STYLES)

@@ -218,14 +218,14 @@ ROWS: list[Row] = [
         "parse",
         _ov("--data.max_seq_len=0"),
         ValueError,
-        FIELD.format(r"data\.max_seq_len", "an int >= 2", "0"),
+        FIELD.format(r"data\.max_seq_len", "an int >= 1", "0"),
     ),
     Row(
         "seq-len-negative",
         "parse",
         _ov("--data.max_seq_len=-1"),
         ValueError,
-        FIELD.format(r"data\.max_seq_len", "an int >= 2", "-1"),
+        FIELD.format(r"data\.max_seq_len", "an int >= 1", "-1"),
     ),
     Row(
         "seq-len-one",
