@@ -49,6 +49,8 @@ THIRD_PARTY_WARNINGS: tuple[tuple[type[Warning], str, str], ...] = (
     (UserWarning, r"'set_vital' is deprecated", r"torchdata\."),
     # DeviceMesh["dp"] on a flattened dim (how both trainers get the data-parallel group).
     (UserWarning, r"Slicing a flattened dim from root mesh will be deprecated", r"torch\.distributed\."),
+    # torch.profiler.schedule with warmup=0 (a setting the user chose; attributed to the caller).
+    (UserWarning, r"Profiler won't be using warmup", r"(hyper_parallel|torch)\."),
     # DCP save/load without a process group (the harness reads and writes checkpoints in-process).
     (
         UserWarning,
