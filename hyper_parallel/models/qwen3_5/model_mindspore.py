@@ -19,7 +19,9 @@ ULPs each) and, less, from torch's blocked CPU SDPA; matmul and rsqrt are bit-id
 
 from __future__ import annotations
 
+import decimal
 import math
+import struct
 from typing import TYPE_CHECKING, Any, cast
 
 import mindspore as ms
@@ -61,14 +63,18 @@ MEASURED_DIFFS: dict[str, float] = {
     "grads": 8.6e-7,  # max |g_ms - g_torch| over all params (embedding), peak |g| 0.49  [bound 5e-6]
 }
 
-_KAIMING_A = math.sqrt(5.0)  # torch nn.init.kaiming_uniform_'s default slope (what nn.Linear uses)
+# The slope ``nn.Linear``'s constructor passes to ``kaiming_uniform_`` (the layers below mirror it
+# when built), and the one the torch model's ``init_weights`` uses (``kaiming_uniform_``'s own
+# default, ``a=0``: bound ``sqrt(6 / fan_in)``, sqrt(6) ~ 2.45x wider than the constructor's).
+_KAIMING_A_CONSTRUCTOR = math.sqrt(5.0)
+_KAIMING_A_INIT_WEIGHTS = 0.0
 
 
 # ----------------------------------------------------------------------------- leaf cells
-def _kaiming_bound(shape: tuple[int, ...]) -> float:
-    """``kaiming_uniform_(a=sqrt(5))``'s bound, computed with torch's exact float steps."""
+def _kaiming_bound(shape: tuple[int, ...], a: float = _KAIMING_A_INIT_WEIGHTS) -> float:
+    """``kaiming_uniform_(a=a)``'s bound (fan_in, leaky_relu gain), with torch's exact float steps."""
     fan_in = shape[1] * math.prod(shape[2:]) if len(shape) > 1 else shape[0]
-    gain = math.sqrt(2.0 / (1 + _KAIMING_A**2))
+    gain = math.sqrt(2.0 / (1 + a**2))
     std = gain / math.sqrt(fan_in)
     return math.sqrt(3.0) * std
 
@@ -84,7 +90,9 @@ class Qwen3_5Linear(nn.Cell):
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(
-            initializer(HeUniform(negative_slope=_KAIMING_A), (out_features, in_features), ms.float32)
+            initializer(
+                HeUniform(negative_slope=_KAIMING_A_CONSTRUCTOR), (out_features, in_features), ms.float32
+            )
         )
         if bias:
             bound = 1.0 / math.sqrt(in_features)
@@ -127,11 +135,35 @@ class Qwen3_5RMSNorm(nn.Cell):
 
 
 # ----------------------------------------------------------------------------- RoPE
+def _f32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (IEEE round-half-even, done by ``struct``)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def inv_freq_values(rotary_dim: int, rope_theta: float) -> list[float]:
+    """``1 / theta^(arange(0, R, 2) / R)`` as float32 values, the torch model's formula, in exact Python.
+
+    The exponent is the float32 quotient (as ``arange(...).float() / R``); the power is taken in
+    60-digit decimal arithmetic and rounded once to float32, then the reciprocal is rounded to
+    float32. No numpy or libm float kernel is involved, so the values are the same on every CPU:
+    numpy's own float32 ``power`` differs between its AVX-512 and AVX2 code paths (5 of 32 entries
+    at R=64), and libm's between its FMA and non-FMA variants. These values equal numpy's AVX2
+    path and torch's AVX2 kernels for R up to 128 and theta 1e4, 1e6, 1e7 (one entry of torch's
+    differs at R=128, theta=1e6).
+    """
+    context = decimal.Context(prec=60)
+    theta = decimal.Decimal(_f32(float(rope_theta)))
+    values = []
+    for k in range(0, rotary_dim, 2):
+        exponent = decimal.Decimal(_f32(_f32(float(k)) / float(rotary_dim)))
+        power = _f32(float(context.power(theta, exponent)))
+        values.append(_f32(1.0 / power))
+    return values
+
+
 def _inv_freq(rotary_dim: int, rope_theta: float) -> Tensor:
-    """``1 / theta^(arange(0, R, 2) / R)`` in float32 on the host, the torch model's formula."""
-    exponent = np.arange(0, rotary_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(rotary_dim)
-    inv = np.float32(1.0) / np.power(np.float32(rope_theta), exponent, dtype=np.float32)
-    return Tensor(inv.astype(np.float32))
+    """The ``inv_freq`` buffer: :func:`inv_freq_values` as a float32 tensor."""
+    return Tensor(np.asarray(inv_freq_values(rotary_dim, rope_theta), dtype=np.float32))
 
 
 class Qwen3_5RotaryEmbedding(nn.Cell):
@@ -406,8 +438,9 @@ class Qwen3_5ForCausalLM(nn.Cell):
     def init_weights(self, buffer_device: Any = None) -> None:
         """Initialise in place from MindSpore's seeded RNG, in :meth:`named_parameters` order.
 
-        ``kaiming_uniform_(a=sqrt(5))`` (torch's default) for matrices, zeros for vectors; then the
-        RoPE buffer is rebuilt and the head re-tied. Matrices draw ``u ~ ops.rand`` (seeded by
+        The torch model's rule: ``kaiming_uniform_(a=0)`` (bound ``sqrt(6 / fan_in)``) for every
+        matrix (linear weights and the embedding), zeros for vectors (norm weights, biases); then
+        the RoPE buffer is rebuilt and the head re-tied. Matrices draw ``u ~ ops.rand`` (seeded by
         ``ms.set_seed``, which the MindSpore platform's ``manual_seed`` calls) and take
         ``-bound + 2 * bound * u``, torch's ``uniform_(-bound, bound)`` formula. The values are
         deterministic for a seed but are not torch's draws: the two RNGs differ.

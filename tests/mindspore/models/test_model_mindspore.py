@@ -213,7 +213,7 @@ stats = {}
 for name, p in m.named_parameters():
     a = p.asnumpy()
     if a.ndim >= 2:
-        bound = 1.0 / math.sqrt(a.shape[1])  # kaiming_uniform_(a=sqrt(5)) on [out, in]
+        bound = math.sqrt(6.0 / a.shape[1])  # kaiming_uniform_(a=0) on [out, in], the torch model's rule
         stats[name] = [float(np.abs(a).max()), bound, float(a.mean()), float(a.std()), bound / math.sqrt(3.0)]
     else:
         stats[name] = [float(np.abs(a).max())]
