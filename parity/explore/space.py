@@ -330,14 +330,19 @@ def _data(p: Mapping[str, Any], scratch: Path) -> list[str]:
     if kind == "text_key":
         path = scratch / "content.jsonl"
         if not path.exists():
-            rows = [json.loads(line) for line in assets.text_jsonl().read_text().splitlines() if line.strip()]
+            # The short rows (1-20 words, some empty) pad at 16 and 32 tokens: micro-batches carry
+            # pad ids and different token counts.
+            lines = assets.short_text_jsonl().read_text().splitlines()
+            rows = [json.loads(line) for line in lines if line.strip()]
             path.write_text(
                 "".join(json.dumps({"content": r["text"], "id": i}) + "\n" for i, r in enumerate(rows))
             )
         return ["--data.type=json_file", f"--data.train_path={path}", "--data.text_key=content", *size]
-    if kind in ("alpaca_masked", "alpaca_plain"):
-        template = [] if kind == "alpaca_masked" else ["--data.template=alpaca"]
-        return ["--data.type=json_file", f"--data.train_path={assets.alpaca_json()}", *template, *size]
+    if kind == "alpaca_masked":
+        return ["--data.type=json_file", f"--data.train_path={assets.alpaca_json()}", *size]
+    if kind == "alpaca_plain":  # the short records: rows pad
+        path = assets.short_alpaca_json()
+        return ["--data.type=json_file", f"--data.train_path={path}", "--data.template=alpaca", *size]
     if kind == "preset":
         from parity.suites.e2e_trainer import preset_batches
 

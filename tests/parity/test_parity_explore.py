@@ -143,7 +143,7 @@ def test_a_planted_pad_id_divergence_is_named_as_the_batches(fresh_runs, monkeyp
     """The new collate pads ids with pad + 1 on a padded text point: the batches differ."""
     from hyper_parallel.components import dataloader
 
-    i = _first(world=1, data=("text_jsonl", "text_key", "alpaca_plain", "text_disk"), route="mapping")
+    i = _first(world=1, data=("text_key", "alpaca_plain"))  # short rows: every micro-batch pads
     original = dataloader.BaseDataLoader._pad_id
     monkeypatch.setattr(dataloader.BaseDataLoader, "_pad_id", lambda self, tok: original(self, tok) + 1)
     outcome = _check(_cover_id(i))
