@@ -44,6 +44,7 @@ def _write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; these files are for people to read
     os.replace(tmp, path)
 
 

@@ -25,7 +25,8 @@ from parity.tools import localise_explore
 
 
 @pytest.fixture
-def fresh_runs():
+def fresh_runs(monkeypatch, tmp_path):
+    monkeypatch.setattr(shrunk, "DEFAULT_DIR", tmp_path / "explore")  # a failing case writes its point there
     runner._CACHE.clear()
     ex._RESUME_CACHE.clear()
     yield
