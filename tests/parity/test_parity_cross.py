@@ -114,3 +114,45 @@ def test_cross_without_mindspore_says_how_to_get_it() -> None:
 
 def test_readme_prints_the_table() -> None:
     assert cross.tolerance_table_markdown() in (REPO / "README.md").read_text()
+
+
+def test_every_single_rank_recipe_has_a_tier_c_run(tmp_path: Path) -> None:
+    from parity.suites.e2e_trainer import RECIPES
+
+    assert sorted(cross.CROSS_RECIPES) == sorted(r for r, spec in RECIPES.items() if spec.nproc == 1)
+    weights = tmp_path / "w"
+    for recipe, steps in cross.CROSS_RECIPES.items():
+        overrides = cross.recipe_overrides(recipe, tmp_path / recipe, weights, seed=4)
+        assert overrides[-2:] == (f"--model.weights_path={weights}", "--train.seed=4")
+        assert f"--train.checkpoint.save_steps={steps}" in overrides
+    assert "--train.max_steps=5" in cross.recipe_overrides("dummy", tmp_path / "d", weights)
+    with pytest.raises(ValueError, match="recipe 'dp2_padded' has no tier C run"):
+        cross.recipe_overrides("dp2_padded", tmp_path, weights)
+
+
+def test_the_largest_difference_names_its_run() -> None:
+    def result(artifact: str, max_abs: float | None) -> cross.CrossResult:
+        return cross.CrossResult(artifact, "max_abs", 1.0, "pass", "", max_abs=max_abs)
+
+    runs = [
+        {"recipe": "dummy", "seed": 1, "results": [result("losses", 1e-6), result("lr_curve", None)]},
+        {"recipe": "alpaca", "seed": 3, "results": [result("losses", 4e-6), result("weights", 2e-7)]},
+        {"recipe": "preset", "seed": 2, "results": [result("losses", 3e-6)]},
+    ]
+    assert cross.largest_differences(runs) == {
+        "losses": {"max_abs": 4e-6, "recipe": "alpaca", "seed": 3},
+        "weights": {"max_abs": 2e-7, "recipe": "alpaca", "seed": 3},
+    }
+
+
+def test_every_bound_is_three_times_the_largest_difference_measured() -> None:
+    """Each toleranced row comes from data (``cross.MEASURED``): 3x the largest difference of the
+    measured runs, and that difference's run is one of them."""
+    assert {recipe for recipe, _seed in cross.MEASURED_RUNS} == set(cross.CROSS_RECIPES)
+    for row in cross.TOLERANCES:
+        if row.rule == "exact":
+            continue
+        found = cross.MEASURED[row.artifact]
+        assert (found["recipe"], found["seed"]) in cross.MEASURED_RUNS
+        assert row.bound == cross.bound_from(found["max_abs"]) == 3 * found["max_abs"], row
+        assert row.measured.startswith(f"{found['max_abs']:.2e} ({found['recipe']}, seed {found['seed']})")
