@@ -183,7 +183,7 @@ def test_command_line_beats_recipe_and_keeps_the_rest():
     expected = expected.replace(
         training=expected.training.replace(steps=10),
         optimizer=expected.optimizer.replace(lr=0.01),
-        dataloader=expected.dataloader.replace(type="hf_datasets"),
+        dataloader=expected.dataloader.replace(shuffle=False),
     )
     assert config.to_dict() == expected.to_dict()
 
