@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from parity.legacy_driver import REPO_ROOT
+from parity.ranks import fork_ranks
 from parity.suites import e2e_trainer
 
 # The parent runs a reduction on two intra-op threads (its OpenMP pool starts), then forks two
@@ -22,7 +23,7 @@ _FORK_AFTER_POOL = textwrap.dedent(
 
     import torch
 
-    from parity.suites.e2e_trainer import fork_ranks
+    from parity.ranks import fork_ranks
 
     torch.set_num_threads(2)
     torch.randn(4_000_000).sum()
@@ -32,7 +33,7 @@ _FORK_AFTER_POOL = textwrap.dedent(
         torch.randn(4_000_000).sum()
         (torch.randn(300, 300) @ torch.randn(300, 300)).sum()
 
-    fork_ranks("pool", 2, rank_work, logs=Path(sys.argv[1]) / "pool", timeout=20)
+    fork_ranks("pool", 2, rank_work, logs=Path(sys.argv[1]) / "pool", timeout=60)
     print("ranks done")
     """
 )
@@ -44,7 +45,7 @@ def test_forked_ranks_run_after_the_parent_started_its_thread_pool(tmp_path):
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ranks done" in proc.stdout
@@ -55,7 +56,7 @@ def test_a_failing_rank_names_itself_and_its_log(tmp_path):
         raise ValueError("rank exploded")
 
     with pytest.raises(RuntimeError, match=r"demo: rank \d failed:(.|\n)*rank exploded"):
-        e2e_trainer.fork_ranks("demo", 2, boom, logs=tmp_path / "demo", timeout=60)
+        fork_ranks("demo", 2, boom, logs=tmp_path / "demo", timeout=60)
 
 
 def test_a_shared_run_that_raised_fails_every_case_without_running_again():
