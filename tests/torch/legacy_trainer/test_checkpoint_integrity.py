@@ -55,11 +55,20 @@ def saved(tmp_path_factory):
     )
 
 
-def _load(reader: str, path: str, tmp: Path, target=None):
+def _load(reader: str, path: str, tmp: Path, target=None, **flags):
     target = target if target is not None else suite.trained_state(steps=0, seed=3)
+    if not flags:
+        if reader == "legacy":
+            return suite._legacy_resumer(target, path, str(tmp))
+        return suite._manager_resumer(target, path, str(tmp))
     if reader == "legacy":
-        return suite._legacy_resumer(target, path, str(tmp))
-    return suite._manager_resumer(target, path, str(tmp))
+        ckpt, _export = suite.legacy_callbacks(
+            target, str(tmp / "out"), save_steps=0, load_path=path, **flags
+        )
+        progress = SimpleNamespace(global_step=0, epoch=0)
+        ckpt.on_train_begin(progress)
+        return progress.global_step, progress.epoch
+    return suite.manager(target, str(tmp / "out"), save_steps=0, load_path=path, **flags).load()
 
 
 def _copy(src: Path, dest: Path) -> Path:
@@ -214,15 +223,15 @@ def test_run_folder_without_a_complete_step_is_refused(saved, tmp_path, reader):
 
 # --------------------------------------------------------------------------- the pre-manifest policy
 @pytest.mark.parametrize("reader", READERS)
-def test_a_complete_folder_without_manifest_loads_with_one_warning(saved, tmp_path, reader, caplog):
+def test_a_folder_without_manifest_loads_only_with_allow_unverified(saved, tmp_path, reader, caplog):
     copy = _copy(saved.legacy, tmp_path / "old")
     os.remove(copy / MANIFEST_FILE)
+    with pytest.raises(CheckpointCorruptError, match=r"cannot be verified .*allow_unverified=true"):
+        _load(reader, str(copy), tmp_path / "r")
     with caplog.at_level(logging.WARNING):
-        assert _load(reader, str(copy), tmp_path / "a") == (STEPS, 1)
-        assert _load(reader, str(copy), tmp_path / "b") == (STEPS, 1)
-    warnings = [
-        r.getMessage() for r in caplog.records if "loaded without an integrity check" in r.getMessage()
-    ]
+        assert _load(reader, str(copy), tmp_path / "a", allow_unverified=True) == (STEPS, 1)
+        assert _load(reader, str(copy), tmp_path / "b", allow_unverified=True) == (STEPS, 1)
+    warnings = [r.getMessage() for r in caplog.records if "is loaded UNVERIFIED" in r.getMessage()]
     assert len(warnings) == 1 and str(copy) in warnings[0]
 
 
@@ -246,7 +255,7 @@ def test_an_incomplete_folder_without_manifest_is_refused(saved, tmp_path, reade
     for name in keep:
         shutil.copy(Path(saved.legacy) / name, folder / name)
     with pytest.raises(CheckpointCorruptError) as info:
-        _load(reader, str(folder), tmp_path / "out")
+        _load(reader, str(folder), tmp_path / "out", allow_unverified=True)
     assert info.value.folder == str(folder)
     assert f"is incomplete ({first_missing} is missing too)" in str(info.value)
 
