@@ -100,6 +100,8 @@ def run_events(
             root,
             f"--train.max_steps={steps + 1}",
             f"--train.checkpoint.load_path={Path(root, 'ckpt')}",
+            # The resume trains one step past the saved horizon: a settings change it must accept.
+            "--train.checkpoint.resume_config_changes=apply",
             *common,
         )
     return {"events": {"fresh": fresh, "resumed": resumed}}
