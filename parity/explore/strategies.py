@@ -7,8 +7,9 @@ is the default, so shrinking moves every feature towards the debug recipe: the s
 differs from the defaults only where the divergence needs it.
 
 Budget: ``PARITY_EXPLORE_BUDGET`` (seconds; ``python -m parity run --explore-budget S`` sets it)
-bounds the time a drawn case spends generating examples; the first example always runs, and
-without a budget only that one does. Once an example has failed, shrinking runs to its end. The
+bounds the time a drawn case spends running examples; the first example always runs, and
+without a budget only that one does (later draws are not run: the case returns a marker for
+both sides). Once an example has failed, shrinking runs to its end. The
 number of examples is the hypothesis profile's ``max_examples`` (``explore``: effectively
 unbounded, so the budget decides).
 """

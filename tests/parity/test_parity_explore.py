@@ -240,3 +240,31 @@ def test_pairs_are_symmetric():
     for (fa, va), (fb, vb) in itertools.product([("data", "dummy"), ("tokenizer", "eos_pad")], repeat=2):
         if fa != fb:
             assert space.pair_allowed(fa, va, fb, vb) == space.pair_allowed(fb, vb, fa, va)
+
+
+def test_without_a_budget_a_drawn_case_runs_one_example_and_passes(fresh_runs, monkeypatch):
+    """Later draws are skipped (both sides return the same marker), so hypothesis neither rejects
+    them (its filtering health check) nor runs them."""
+    from hypothesis import settings
+
+    calls = []
+
+    def fake(point):
+        calls.append(point)
+        side = {name: [1.0] for name in runner.ARTIFACTS}
+        return {"legacy": side, runner.new_side_of(point): side}
+
+    monkeypatch.setattr(runner, "cached_run", fake)
+    monkeypatch.setattr(runner, "side_artifacts", lambda run: dict(run))
+    monkeypatch.delenv(strategies.BUDGET_ENV, raising=False)
+    ex.BUDGETS["drawn"].reset()
+    engine = Engine(
+        REGISTRY,
+        golden_root=golden.DEFAULT_ROOT,
+        report_dir=None,
+        hypothesis_settings=settings(max_examples=25, database=None, deadline=None),
+    )
+    outcome = engine.check(REGISTRY.get("e2e_explore.explore_drawn"), "torch")
+    ex.BUDGETS["drawn"].reset()
+    assert outcome.ok, outcome.message
+    assert len({runner.point_key(p) for p in calls}) == 1
