@@ -19,7 +19,6 @@ from typing import Any
 
 from hyper_parallel.components.checkpoint import CheckpointManager
 from hyper_parallel.components.dataloader import (
-    BaseDataLoader,
     DummyDataLoader,
     HuggingFaceTextDataLoader,
     PresetPtDataLoader,
@@ -216,8 +215,11 @@ UNMAPPED: dict[str, str] = {
 }
 
 
+# The loader Configs a legacy ``data.type`` can select (the types ``HyperTrainer.Config.dataloader`` takes).
+LoaderConfig = DummyDataLoader.Config | HuggingFaceTextDataLoader.Config | PresetPtDataLoader.Config
+
 # Legacy ``data.type`` -> the loader Config it selects, with the fields the name itself sets.
-DATA_TYPES: dict[str, tuple[type[BaseDataLoader.Config], dict[str, Any]]] = {
+DATA_TYPES: dict[str, tuple[type[LoaderConfig], dict[str, Any]]] = {
     "dummy": (DummyDataLoader.Config, {}),
     "hf_datasets": (HuggingFaceTextDataLoader.Config, {"format": "hf_datasets"}),
     "json_file": (HuggingFaceTextDataLoader.Config, {"format": "json_file"}),
@@ -225,7 +227,7 @@ DATA_TYPES: dict[str, tuple[type[BaseDataLoader.Config], dict[str, Any]]] = {
 }
 
 
-def dataloader_config(data_type: str, **fields: Any) -> BaseDataLoader.Config:
+def dataloader_config(data_type: str, **fields: Any) -> LoaderConfig:
     """The loader Config for legacy ``data.type`` (the one place that string picks a class), with ``fields``."""
     try:
         config_cls, implied = DATA_TYPES[data_type]
