@@ -739,7 +739,11 @@ class CheckpointManager(Configurable):
         }
         first: dict[int, str] = {}
         aliases: dict[str, str] = {}
-        for name, param in part.named_parameters(remove_duplicate=False):
+        try:
+            named = list(part.named_parameters(remove_duplicate=False))
+        except TypeError:  # a module API without the switch (tied names then come once)
+            named = list(part.named_parameters())
+        for name, param in named:
             logical = _logical_name(name)
             entries.setdefault(logical, (tuple(platform.shape(param)), platform.is_floating(param)))
             if id(param) in first:

@@ -517,3 +517,14 @@ def test_a_crafted_weights_pt_is_refused(trainer, tmp_path):
     with pytest.raises(CheckpointCorruptError, match="holds objects other than tensors") as err:
         _load_weights(trainer, str(tmp_path / "w.pt"))
     assert "weights_only" not in str(err.value)
+
+
+@pytest.mark.parametrize("trainer", TRAINERS)
+def test_a_changed_max_steps_extends_the_run_with_a_warning(trainer, saved, tmp_path, caplog):
+    # The legacy writer recorded max_steps=10; extending a run is how it trains further.
+    with caplog.at_level(logging.WARNING):
+        step = _resume(
+            trainer, suite.trained_state(steps=0, seed=3), str(saved.legacy), tmp_path, max_steps=12
+        )
+    assert step == STEPS
+    assert any("max_steps 10 -> 12" in r.getMessage() for r in caplog.records)
