@@ -6,6 +6,11 @@ process kills itself with SIGKILL at a named point of the step-4 save (``_fault_
 the manifest, around the folder rename). A second process resumes with ``load_path`` at the run
 folder: it must pick step 4 only when the kill came after the rename, step 2 otherwise, report the
 leftover ``.partial.step_4`` and then reproduce the uninterrupted loss curve exactly.
+
+A replacement (a resumed run saving a step that exists, ``step_4``) is killed at each of its points
+too: before the old folder moves aside to ``.replaced.step_4``, before the new one takes its name,
+before and after the old copy is deleted. A resume from the run folder must find step 4 (under
+either name) at every one of them.
 """
 
 from __future__ import annotations
@@ -101,3 +106,43 @@ def test_kill_during_save_then_resume_reproduces_the_curve(reference, tmp_path, 
     assert curve == expected
     # The resumed run re-saved step 4 over the leftover and finished with step 5.
     assert sorted(p.name for p in out.iterdir()) == ["step_2", "step_4", "step_5"]
+
+
+# Every point of a replacement of an existing step_<N>/ (commit_step_dir), in order.
+REPLACE_POINTS = ("replace:begin", "commit:rename", "commit:done", "replace:done")
+DEFAULT_REPLACE_POINTS = {("legacy", "commit:rename")}
+
+
+def _replace_params():
+    for trainer in ("legacy", "new"):
+        for point in REPLACE_POINTS:
+            marks = () if (trainer, point) in DEFAULT_REPLACE_POINTS else (pytest.mark.slow,)
+            yield pytest.param(trainer, point, id=f"{trainer}-{point}", marks=marks)
+
+
+@pytest.mark.parametrize(("trainer", "point"), list(_replace_params()))
+def test_kill_during_a_replacement_then_resume_finds_the_step(reference, tmp_path, trainer, point):
+    out = tmp_path / "ckpt"
+    # Run 1 leaves step_2/ and step_4/ complete (killed as its final step-5 save starts).
+    first = _run(trainer, out, tmp_path / "first.json", "--kill", "before:model:3")
+    assert first.returncode == -signal.SIGKILL, first.stderr[-4000:]
+    assert (out / "step_4" / "manifest.json").is_file()
+    # Run 2 resumes step 2 and saves step 4 again: a replacement, killed at ``point``.
+    second = _run(
+        trainer, out, tmp_path / "second.json", "--load", str(out / "step_2"), "--kill", f"{point}:1"
+    )
+    assert second.returncode == -signal.SIGKILL, second.stderr[-4000:]
+    assert "Taking over the lock" in second.stderr  # run 1 died holding it
+    moved = point in ("commit:rename",)
+    assert (out / "step_4").is_dir() != moved
+    assert (out / ".replaced.step_4").is_dir() == (point in ("commit:rename", "commit:done"))
+
+    third = _run(trainer, out, tmp_path / "third.json", "--load", str(out))
+    assert third.returncode == 0, third.stderr[-4000:]
+    found = out / (".replaced.step_4" if moved else "step_4")
+    assert f"resuming from its newest complete checkpoint {found}" in third.stderr
+    curve = json.loads((tmp_path / "third.json").read_text())
+    assert curve == {"5": reference[trainer]["5"]}
+    names = {p.name for p in out.iterdir()}
+    assert {"step_2", "step_5", found.name} <= names
+    assert not (out / ".hyper_parallel.lock").exists()
