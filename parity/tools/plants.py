@@ -951,12 +951,16 @@ PLANTS: tuple[Plant, ...] = (
         "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
         "        if self.lr_schedulers is not None:\n"
         "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n"
+        '        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:\n'
+        "            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)\n"
         "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n",
         "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n"
         "        if self.optimizers is not None:\n"
         "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
         "        if self.lr_schedulers is not None:\n"
-        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n",
+        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n"
+        '        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:\n'
+        "            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)\n",
         "RNG restored before the optimizer and scheduler (independent restores reordered)",
         expected="inert",
         function="CheckpointManager.load",
