@@ -1,4 +1,5 @@
-"""Session-wide test setup: per-worker device pinning, hypothesis profiles, determinism, parity options.
+"""Session-wide test setup: the torch platform, per-worker device pinning, hypothesis profiles,
+determinism, parity options.
 
 The device pinning runs first, before anything here imports a framework: a CUDA/NPU runtime reads
 ``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES`` once, when it initialises.
@@ -12,6 +13,11 @@ import shutil
 import subprocess
 import sys
 import warnings
+
+# The test process runs the torch platform: ``get_platform()`` would otherwise try MindSpore first.
+# Set here, once, before any test module imports a framework; MindSpore tests run their checks in
+# child processes that set ``HYPER_PARALLEL_PLATFORM=mindspore`` in their own environment.
+os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 
 _VISIBLE_VAR = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
 

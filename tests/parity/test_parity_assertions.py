@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
+import pytest
+import torch
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from parity import assert_bitwise_equal, canonical  # noqa: E402
-from parity.assertions import is_canonical  # noqa: E402
-from parity.canonical import TensorLeaf  # noqa: E402
+from parity import assert_bitwise_equal, canonical
+from parity.assertions import is_canonical
+from parity.canonical import TensorLeaf
 
 
 def _tree(weight: torch.Tensor, lr: float = 1e-3) -> dict:

@@ -8,7 +8,6 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 

@@ -22,18 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
 
-import pytest  # noqa: E402
-
-from hyper_parallel.checkpointing import (  # noqa: E402
+from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointNotFoundError,
     UnwritableDirError,
 )
-from tests._subprocess import child_env  # noqa: E402
-from tests.torch.legacy_trainer._recipes import DEBUG_YAML, REPO_ROOT  # noqa: E402
+from tests._subprocess import child_env
+from tests.torch.legacy_trainer._recipes import DEBUG_YAML, REPO_ROOT
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

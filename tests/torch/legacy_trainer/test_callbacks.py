@@ -12,20 +12,18 @@ import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
+from torch import nn
+from torchdata.stateful_dataloader import StatefulDataLoader
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
-from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: E402
-
-from hyper_parallel.checkpointing import (  # noqa: E402
+from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointSaveError,
     UnwritableDirError,
 )
-from hyper_parallel.platform import get_platform  # noqa: E402
-from hyper_parallel.trainer.callbacks import (  # noqa: E402
+from hyper_parallel.platform import get_platform
+from hyper_parallel.trainer.callbacks import (
     Callback,
     CheckpointCallback,
     EvalCallback,
@@ -43,8 +41,8 @@ from hyper_parallel.trainer.callbacks import (  # noqa: E402
     export_hf_checkpoint,
     format_log_line,
 )
-from hyper_parallel.trainer.callbacks import checkpoint as ckpt_mod  # noqa: E402
-from hyper_parallel.trainer.callbacks.metrics_sinks import args_to_dict  # noqa: E402
+from hyper_parallel.trainer.callbacks import checkpoint as ckpt_mod
+from hyper_parallel.trainer.callbacks.metrics_sinks import args_to_dict
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

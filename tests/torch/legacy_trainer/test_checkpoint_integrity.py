@@ -17,13 +17,11 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from hyper_parallel import checkpointing  # noqa: E402
-from hyper_parallel.checkpointing import (  # noqa: E402
+from hyper_parallel import checkpointing
+from hyper_parallel.checkpointing import (
     MANIFEST_FILE,
     CheckpointCorruptError,
     CheckpointMismatchError,
@@ -32,7 +30,7 @@ from hyper_parallel.checkpointing import (  # noqa: E402
     UnsafeCheckpointError,
     write_manifest,
 )
-from parity.suites import components_checkpoint as suite  # noqa: E402
+from parity.suites import components_checkpoint as suite
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

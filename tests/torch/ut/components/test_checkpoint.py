@@ -14,21 +14,19 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError, write_manifest  # noqa: E402
-from hyper_parallel.components.checkpoint import CheckpointCorruptError, CheckpointManager  # noqa: E402
-from hyper_parallel.platform import get_platform  # noqa: E402
-from parity import assert_bitwise_equal, canonical  # noqa: E402
-from parity.cases import REGISTRY  # noqa: E402
-from parity.compare import compare  # noqa: E402
-from parity.pytest_plugin import case_params, run_case  # noqa: E402
-from parity.suites import components_checkpoint as suite  # noqa: E402
+from hyper_parallel.checkpointing import CheckpointSaveError, UnwritableDirError, write_manifest
+from hyper_parallel.components.checkpoint import CheckpointCorruptError, CheckpointManager
+from hyper_parallel.platform import get_platform
+from parity import assert_bitwise_equal, canonical
+from parity.cases import REGISTRY
+from parity.compare import compare
+from parity.pytest_plugin import case_params, run_case
+from parity.suites import components_checkpoint as suite
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

@@ -9,13 +9,11 @@ import os
 import pickle
 from pathlib import Path
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from hyper_parallel import checkpointing  # noqa: E402
-from hyper_parallel.checkpointing import (  # noqa: E402
+from hyper_parallel import checkpointing
+from hyper_parallel.checkpointing import (
     MANIFEST_FILE,
     CheckpointCorruptError,
     CheckpointSaveError,
@@ -26,8 +24,8 @@ from hyper_parallel.checkpointing import (  # noqa: E402
     resolve_checkpoint,
     verify_manifest,
 )
-from hyper_parallel.components.checkpoint import CheckpointManager  # noqa: E402
-from hyper_parallel.platform import get_platform  # noqa: E402
+from hyper_parallel.components.checkpoint import CheckpointManager
+from hyper_parallel.platform import get_platform
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

@@ -16,13 +16,11 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from hyper_parallel import checkpointing  # noqa: E402
-from hyper_parallel.checkpointing import (  # noqa: E402
+from hyper_parallel import checkpointing
+from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointSaveError,
     ExistingCheckpointsError,
@@ -35,9 +33,9 @@ from hyper_parallel.checkpointing import (  # noqa: E402
     resolve_checkpoint,
     verify_manifest,
 )
-from hyper_parallel.checkpointing.run_lock import LOCK_FILE  # noqa: E402
-from parity.suites import components_checkpoint as suite  # noqa: E402
-from tests._subprocess import child_env  # noqa: E402
+from hyper_parallel.checkpointing.run_lock import LOCK_FILE
+from parity.suites import components_checkpoint as suite
+from tests._subprocess import child_env
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

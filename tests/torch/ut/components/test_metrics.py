@@ -13,24 +13,22 @@ import os
 import sys
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import pytest  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from hyper_parallel.components.metrics import (  # noqa: E402
+from hyper_parallel.components.metrics import (
     MetricsProcessor,
     TensorBoardConfig,
     WandbConfig,
 )
-from hyper_parallel.platform import get_platform  # noqa: E402
-from hyper_parallel.protocols import validate_config_class  # noqa: E402
-from parity import assert_bitwise_equal, canonical  # noqa: E402
-from parity.cases import REGISTRY  # noqa: E402
-from parity.compare import STRUCTURE, VALUES, compare  # noqa: E402
-from parity.pytest_plugin import case_params, run_case  # noqa: E402
-from parity.suites import components_metrics as cm  # noqa: E402
+from hyper_parallel.platform import get_platform
+from hyper_parallel.protocols import validate_config_class
+from parity import assert_bitwise_equal, canonical
+from parity.cases import REGISTRY
+from parity.compare import STRUCTURE, VALUES, compare
+from parity.pytest_plugin import case_params, run_case
+from parity.suites import components_metrics as cm
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

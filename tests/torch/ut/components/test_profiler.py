@@ -16,15 +16,13 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from hyper_parallel.components.profiler import Profiler  # noqa: E402
-from hyper_parallel.platform import get_platform  # noqa: E402
-from parity import assert_bitwise_equal, canonical  # noqa: E402
-from parity.compare import VALUES, compare  # noqa: E402
+from hyper_parallel.components.profiler import Profiler
+from hyper_parallel.platform import get_platform
+from parity import assert_bitwise_equal, canonical
+from parity.compare import VALUES, compare
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
