@@ -108,6 +108,9 @@ MEASURED_RUNS: tuple[tuple[str, int], ...] = (
     ("hf_text", 1),
     ("alpaca", 1),
     ("preset", 1),
+    ("dummy", 2),
+    ("dummy", 3),
+    ("dummy", 4),
     ("dummy", 5),
 )
 MEASURED: dict[str, dict[str, Any]] = {
