@@ -46,7 +46,7 @@ import pytest
 
 os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 
-from parity.suites import components_checkpoint as suite  # noqa: E402
+from parity.suites import components_checkpoint as suite
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",

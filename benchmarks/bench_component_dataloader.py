@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from parity import assets  # noqa: E402
+from parity import assets
 
 _TMP = tempfile.TemporaryDirectory()
 _PRESET = assets.preset_pt(Path(_TMP.name) / "p.pt", num_stacked=64, batch_size=4, seq_len=64)

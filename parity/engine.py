@@ -183,7 +183,7 @@ class Engine:
                 outcome = self._check_golden(case, backend)
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
-        except BaseException as exc:  # noqa: BLE001 - an error outcome; DCP's CheckpointException is a BaseException
+        except BaseException as exc:  # an error outcome; DCP's CheckpointException is a BaseException
             if not self.catch_errors:
                 raise
             outcome = Outcome(
@@ -252,7 +252,7 @@ class Engine:
             outcome = Outcome(
                 case, backend, self.platform_key(), "error", message=str(exc), golden_path=exc.path
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if not self.catch_errors:
                 raise
             outcome = Outcome(

@@ -72,7 +72,7 @@ def platform_key(platform: Any | None = None) -> str:
         return cpu_key(numerics.machine_arch(), platform.cpu_capability())
     try:
         name = platform.get_device_handle(device_type).get_device_name(0)
-    except Exception:  # noqa: BLE001 - a handle without names still gets a usable key
+    except Exception:  # a handle without names still gets a usable key
         return device_type
     slug = _slug(name).removeprefix("nvidia-").removeprefix("huawei-")
     return f"{device_type}-{slug}" if slug else device_type

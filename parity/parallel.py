@@ -174,7 +174,7 @@ def _worker(engine: Engine, jobs: list[Job], tasks: Any, results: Any, hypothesi
                 case, backend = jobs[index]
                 try:
                     outcome = engine.check(case, backend, hypothesis_blob=hypothesis_blob)
-                except BaseException:  # noqa: BLE001 - the engine catches case errors; this is a bug
+                except BaseException:  # the engine catches case errors; this is a bug
                     outcome = Outcome(
                         case=case,
                         backend=backend,

@@ -52,8 +52,8 @@ def fork_ranks(
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
                 # Python's streams too (a test runner may have replaced them with its own).
-                sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
-                sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+                sys.stdout = open(1, "w", buffering=1, closefd=False)
+                sys.stderr = open(2, "w", buffering=1, closefd=False)
                 os.environ.pop("HYPER_PARALLEL_SELF_WORLD", None)
                 os.environ.update(
                     RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
@@ -61,7 +61,7 @@ def fork_ranks(
                 )  # fmt: skip
                 _in_own_thread(target, f"rank{rank}")
                 code = 0
-            except BaseException:  # noqa: BLE001 - reported through the log and the exit code
+            except BaseException:  # reported through the log and the exit code
                 import traceback
 
                 traceback.print_exc()
@@ -105,7 +105,7 @@ def _in_own_thread(target: Callable[[], object], name: str) -> None:
     def body() -> None:
         try:
             target()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+        except BaseException as exc:  # re-raised in the calling thread
             failure.append(exc)
 
     worker = threading.Thread(target=body, name=name)

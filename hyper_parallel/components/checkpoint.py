@@ -163,7 +163,7 @@ def _read_object(path: str) -> Any:
     """A ``.pt`` artifact, loaded with ``weights_only=True`` onto the device it was saved from."""
     try:
         return get_platform().load(path, weights_only=True, map_location=None)
-    except Exception as exc:  # noqa: BLE001 - zip, pickle and EOF errors all mean "unreadable"
+    except Exception as exc:  # zip, pickle and EOF errors all mean "unreadable"
         raise load_error(path, exc) from exc
 
 
@@ -866,7 +866,7 @@ class CheckpointManager(Configurable):
                 state = platform.load(path, weights_only=True)
         except CheckpointCorruptError:
             raise
-        except Exception as exc:  # noqa: BLE001 - unreadable, crafted or foreign
+        except Exception as exc:  # unreadable, crafted or foreign
             raise load_error(path, exc) from exc
         if not isinstance(state, dict):
             raise CheckpointCorruptError(

@@ -161,7 +161,7 @@ def _read_safetensors(path: str, what: str) -> tuple[dict[str, ms.Tensor], dict[
                 raise ValueError(f"tensor {name!r} has unsupported dtype {record['dtype']}")
             bits = np.frombuffer(record["data"], dtype=storage).reshape(record["shape"])
             tensors[name] = _from_bits(bits.copy(), bf16)
-    except Exception as exc:  # noqa: BLE001 - SafetensorError is a bare Exception
+    except Exception as exc:  # SafetensorError is a bare Exception
         raise ValueError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc})") from exc
     return tensors, metadata
 

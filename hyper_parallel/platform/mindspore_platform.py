@@ -661,7 +661,7 @@ class MindSporePlatform:
         try:
             with safe_open(str(path), framework="np") as f:
                 return list(f.keys())
-        except Exception as exc:  # noqa: BLE001 - SafetensorError is a bare Exception
+        except Exception as exc:  # SafetensorError is a bare Exception
             raise ValueError(f"{path}: unreadable safetensors file ({type(exc).__name__}: {exc})") from exc
 
     def dcp_save(

@@ -106,7 +106,7 @@ class TorchPlatform:
 
             if torch.npu.is_available():  # type: ignore[attr-defined]
                 return "npu"
-        except Exception:  # noqa: BLE001 - any failure means no NPU
+        except Exception:  # any failure means no NPU
             pass
         if torch.cuda.is_available():
             return "cuda"
@@ -138,7 +138,7 @@ class TorchPlatform:
                 handle.manual_seed_all(seed)
             elif hasattr(handle, "manual_seed"):
                 handle.manual_seed(seed)
-        except Exception as exc:  # noqa: BLE001 - seeding a device is best effort
+        except Exception as exc:  # seeding a device is best effort
             logger.warning("could not seed device generator: %s", exc)
 
     def get_rng_state(self, device_handle=None) -> torch.Tensor:
@@ -504,7 +504,7 @@ class TorchPlatform:
             metadata = read_metadata(checkpoint_id)
         except UnsafePickleError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any failure means an unreadable file
+        except Exception as exc:  # any failure means an unreadable file
             return meta_path, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
         needed: dict[str, int] = {}
         for info in (getattr(metadata, "storage_data", None) or {}).values():
@@ -526,7 +526,7 @@ class TorchPlatform:
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
                 return list(f.keys())
-        except Exception as exc:  # noqa: BLE001 - SafetensorError is a bare Exception
+        except Exception as exc:  # SafetensorError is a bare Exception
             raise ValueError(f"{path}: unreadable safetensors file ({type(exc).__name__}: {exc})") from exc
 
     def detached_copy(self, tensor: torch.Tensor) -> torch.Tensor:

@@ -179,7 +179,7 @@ class HyperTrainer(Configurable):
     metrics: MetricsProcessor
     profiler: Profiler
 
-    def __init__(self, config: HyperTrainer.Config) -> None:  # noqa: D107 - the steps document themselves
+    def __init__(self, config: HyperTrainer.Config) -> None:
         if config.model_spec is None:
             raise ValueError(
                 "HyperTrainer.Config.model_spec is not set; expected a ModelSpec with model, parallelize_fn "

@@ -98,7 +98,7 @@ def setup_distributed(
             handle.manual_seed_all(seed)
         elif hasattr(handle, "manual_seed"):
             handle.manual_seed(seed)
-    except Exception as exc:  # noqa: BLE001 - seeding problems are only warned about
+    except Exception as exc:  # seeding problems are only warned about
         logger.warning("seeding failed: %s", exc)
 
     if deterministic:  # torch: deterministic algorithms, cuDNN settings, the cuBLAS workspace

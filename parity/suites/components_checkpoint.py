@@ -317,7 +317,7 @@ def read_step_dir(step_dir: Path) -> dict[str, Any]:
     hf_dir = step_dir / "hf_ckpt"
     if (hf_dir / "model.safetensors").is_file():
         with safe_open(str(hf_dir / "model.safetensors"), framework="pt" if on_torch else "np") as f:
-            tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118 - safe_open is not a mapping
+            tensors = {key: f.get_tensor(key) for key in f.keys()}  # safe_open is not a mapping
             metadata = f.metadata()
         if not on_torch:
             tensors = platform.load_safetensors(str(hf_dir / "model.safetensors"))

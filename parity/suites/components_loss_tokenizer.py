@@ -460,7 +460,7 @@ def _refusal(build) -> dict[str, Any]:
 
     try:
         build()
-    except Exception as exc:  # noqa: BLE001 - the error itself is the compared value
+    except Exception as exc:  # the error itself is the compared value
         text = str(exc)
         return {
             "error": type(exc).__name__,

@@ -285,7 +285,7 @@ def _artifacts(
     for name, read in readers.items():
         try:
             out[name] = read()
-        except Exception as exc:  # noqa: BLE001 - reported by the artifact's own case
+        except Exception as exc:  # reported by the artifact's own case
             out[name] = ArtifactError(f"{name}: {type(exc).__name__}: {exc}")
     return out
 

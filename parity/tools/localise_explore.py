@@ -56,7 +56,7 @@ def report(point: Mapping[str, Any], *, note: str, replay: bool = True) -> dict[
     if replay:
         try:
             found = localise_point(point)
-        except Exception as exc:  # noqa: BLE001 - the divergence stays the news
+        except Exception as exc:  # the divergence stays the news
             found = {"line": f"not localised: {type(exc).__name__}: {exc}"}
         data["line"] += "\n" + str(found.get("line"))
         data["evidence"] += list(found.get("evidence") or [])

@@ -425,7 +425,7 @@ class SelfCheck:
             run = self._run_in(folder)
         except PlantError as exc:
             return PlantResult(plant, "broken-patch", time.perf_counter() - start, detail=str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported as the plant's outcome
+        except Exception as exc:  # reported as the plant's outcome
             return PlantResult(
                 plant, "error", time.perf_counter() - start, detail=f"{type(exc).__name__}: {exc}"
             )

@@ -26,7 +26,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from hyper_parallel.platform import get_platform  # noqa: E402
+from hyper_parallel.platform import get_platform
 
 P = get_platform()
 

@@ -37,7 +37,7 @@ def parallelize_qwen3_5_mindspore_from_configs(
     training: Any,
     parallelism: Any,
     activation_checkpoint: Any,
-    compile: Any = None,  # noqa: A002 - the RFC's keyword name
+    compile: Any = None,  # the RFC's keyword name
     dump_folder: str | None = None,
     freeze_modules: list[str] | None = None,
 ) -> Any:

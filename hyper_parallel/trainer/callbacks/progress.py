@@ -34,7 +34,7 @@ class _TqdmConsoleHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self._tqdm.write(self.format(record), file=self.stream)
-        except Exception:  # noqa: BLE001 - logging's own contract: report, never raise
+        except Exception:  # logging's own contract: report, never raise
             self.handleError(record)
 
 

@@ -20,10 +20,10 @@ import pytest
 
 pytest.importorskip("mindspore")
 
-from hyper_parallel.models.qwen3_5.parallelize_mindspore import (  # noqa: E402
+from hyper_parallel.models.qwen3_5.parallelize_mindspore import (
     parallelize_qwen3_5_mindspore_from_configs,
 )
-from tests._subprocess import REPO, child_env  # noqa: E402
+from tests._subprocess import REPO, child_env
 
 # Written bounds (max abs diff, torch 2.13 CPU vs MindSpore 2.10 CPU, identical fp32 weights).
 LOGITS_BOUND = 2e-5  # measured 1.32e-5 at peak |logit| 6.5; MindSpore's exp/softmax differ by ULPs

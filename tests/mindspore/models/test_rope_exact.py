@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("mindspore")
 pytest.importorskip("torch")
 
-from tests._subprocess import REPO, child_env  # noqa: E402
+from tests._subprocess import REPO, child_env
 
 _CHILD = """
 import json, struct

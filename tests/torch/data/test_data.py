@@ -14,11 +14,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-import hyper_parallel.data as data_pkg  # noqa: E402
-from hyper_parallel.data import (  # noqa: E402
+import hyper_parallel.data as data_pkg
+from hyper_parallel.data import (
     IGNORE_INDEX,
     SUPPORTED_DATA_TYPES,
     DummyDataset,
@@ -37,8 +37,8 @@ from hyper_parallel.data import (  # noqa: E402
     pad_collate,
     register_dataset,
 )
-from parity import assets  # noqa: E402
-from parity.assets import build_assets  # noqa: E402
+from parity import assets
+from parity.assets import build_assets
 
 # --------------------------------------------------------------------------- helpers
 

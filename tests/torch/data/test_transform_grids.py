@@ -15,16 +15,16 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-import hyper_parallel.components.dataloader as dl  # noqa: E402
-import hyper_parallel.data.transforms as transforms  # noqa: E402
-from parity import assets  # noqa: E402
-from parity.assets import build_assets  # noqa: E402
-from parity.engine import Engine  # noqa: E402
-from parity.pytest_plugin import case_params  # noqa: E402
-from parity.suites import REGISTRY  # noqa: E402
-from parity.suites import components_transforms as suite  # noqa: E402
+import hyper_parallel.components.dataloader as dl
+import hyper_parallel.data.transforms as transforms
+from parity import assets
+from parity.assets import build_assets
+from parity.engine import Engine
+from parity.pytest_plugin import case_params
+from parity.suites import REGISTRY
+from parity.suites import components_transforms as suite
 
 
 def _case(name: str, **params):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.torch.legacy_trainer._recipes import debug_args, run_curve  # noqa: E402
+from tests.torch.legacy_trainer._recipes import debug_args, run_curve
 
 
 def main() -> None:

@@ -19,29 +19,29 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import hyper_parallel.components.dataloader as dl  # noqa: E402
-from hyper_parallel.components.dataloader import (  # noqa: E402
+import hyper_parallel.components.dataloader as dl
+from hyper_parallel.components.dataloader import (
     BaseDataLoader,
     DummyDataLoader,
     HuggingFaceTextDataLoader,
     PresetPtDataLoader,
     data_parallel_rank,
 )
-from hyper_parallel.platform import get_platform  # noqa: E402
-from hyper_parallel.platform.torch_platform import TorchPlatform  # noqa: E402
-from hyper_parallel.trainer.parallel_dims import ParallelDims  # noqa: E402
-from parity import assert_bitwise_equal, assets, canonical  # noqa: E402
-from parity.cases import Registry  # noqa: E402
-from parity.compare import VALUES, compare  # noqa: E402
-from parity.engine import Engine  # noqa: E402
-from parity.pytest_plugin import case_params, run_case  # noqa: E402
-from parity.suites import components_dataloader as suite  # noqa: E402
-from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wrapper  # noqa: E402
+from hyper_parallel.platform import get_platform
+from hyper_parallel.platform.torch_platform import TorchPlatform
+from hyper_parallel.trainer.parallel_dims import ParallelDims
+from parity import assert_bitwise_equal, assets, canonical
+from parity.cases import Registry
+from parity.compare import VALUES, compare
+from parity.engine import Engine
+from parity.pytest_plugin import case_params, run_case
+from parity.suites import components_dataloader as suite
+from tests.torch.ut.components._legacy import bare_trainer, legacy_args, llm_wrapper
 
 MODEL_VOCAB = 512  # >= the assets tokenizer size, so the legacy vocab check passes
 DATA_FIELDS = (

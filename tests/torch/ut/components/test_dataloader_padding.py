@@ -15,14 +15,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-import hyper_parallel.components.dataloader as dl  # noqa: E402
-from hyper_parallel.components.tokenizer import HuggingFaceTokenizer  # noqa: E402
-from hyper_parallel.platform.torch_platform import TorchPlatform  # noqa: E402
-from parity.engine import Engine  # noqa: E402
-from parity.suites import REGISTRY  # noqa: E402
-from parity.suites import components_dataloader as suite  # noqa: E402
+import hyper_parallel.components.dataloader as dl
+from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
+from hyper_parallel.platform.torch_platform import TorchPlatform
+from parity.engine import Engine
+from parity.suites import REGISTRY
+from parity.suites import components_dataloader as suite
 
 # The pad id each tokenizer folder gives (legacy-trainer.md 6.1 step 4, 8.1).
 EXPECTED_PAD = {"asset": 0, "pad": 2, "eos1": 1, "no_eos": 0, "none": 0}

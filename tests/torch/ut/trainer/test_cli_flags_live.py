@@ -280,7 +280,7 @@ def _snapshot(trainer: Any, root: Path) -> dict[str, Any]:
     error = None
     try:
         trainer.train()
-    except Exception as exc:  # noqa: BLE001 - what a flag makes the run do is the observable
+    except Exception as exc:  # what a flag makes the run do is the observable
         error = f"{type(exc).__name__}: {exc}"
     model = trainer.model
     # Before any forward below: with reshard_after_forward off, a forward leaves unsharded params.
