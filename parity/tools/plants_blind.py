@@ -44,8 +44,8 @@ def _blind(
     return Plant(name, category, side, file, old, new, models, expected, needs, function)
 
 
-BLIND_PLANTS: tuple[Plant, ...] = (
-    # ------------------------------------------------------------ new side: HyperTrainer
+_NEW: tuple[Plant, ...] = (
+    # ------------------------------------------------------------ HyperTrainer
     _blind(
         "blind_ht_rank_average_micro_threshold",
         "train-step",
@@ -96,7 +96,7 @@ BLIND_PLANTS: tuple[Plant, ...] = (
         "preset_pt never builds its tokenizer, even with a path (pad id falls back to 0)",
         function="HyperTrainer._init_tokenizer",
     ),
-    # ------------------------------------------------------------ new side: components
+    # ------------------------------------------------------------ components and platform
     _blind(
         "blind_optim_in_backward_no_decay_decays",
         "optimizer",
@@ -197,6 +197,9 @@ BLIND_PLANTS: tuple[Plant, ...] = (
         "init_weights draws the tied embedding/head weight twice (RNG stream shifts)",
         function="Qwen3_5ForCausalLM.init_weights",
     ),
+)
+
+_MAPPING: tuple[Plant, ...] = (
     # ------------------------------------------------------------ mapping, recipes, ConfigManager
     _blind(
         "blind_map_lr_min_to_lr_max",
@@ -258,7 +261,9 @@ BLIND_PLANTS: tuple[Plant, ...] = (
         "the CLI bool parser no longer accepts True/False spelled with capitals",
         function="_parse_bool",
     ),
-    # ------------------------------------------------------------ shared code
+)
+
+_SHARED: tuple[Plant, ...] = (
     _blind(
         "blind_shared_infer_seqlen_half_inclusive",
         "shared",
@@ -299,7 +304,10 @@ BLIND_PLANTS: tuple[Plant, ...] = (
         "truncating HF weights keeps one layer too many",
         function="Qwen3_5StateDictAdapter.load_hf_state_dict",
     ),
-    # ------------------------------------------------------------ edits that change nothing
+)
+
+_INERT: tuple[Plant, ...] = (
+    # edits that change nothing
     _blind(
         "blind_inert_ht_zero_grad_before_scheduler",
         "train-step",
@@ -356,3 +364,14 @@ BLIND_PLANTS: tuple[Plant, ...] = (
         expected="inert",
     ),
 )
+
+
+def _interleave(*groups: tuple[Plant, ...]) -> tuple[Plant, ...]:
+    """Round-robin over the groups, so that a run cut short has sampled every group."""
+    out: list[Plant] = []
+    for i in range(max(len(g) for g in groups)):
+        out.extend(g[i] for g in groups if i < len(g))
+    return tuple(out)
+
+
+BLIND_PLANTS: tuple[Plant, ...] = _interleave(_NEW, _MAPPING, _SHARED, _INERT)
