@@ -98,7 +98,9 @@ class BaseLoss(Configurable):
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
         ignore_index: int = IGNORE_INDEX
+        """Label value that takes no part in the loss or the token count (padding, prompt tokens)."""
         reduction: str = "mean"
+        """How per-token losses combine: "mean" over the counted tokens, "sum", or "none"."""
 
         def __post_init__(self) -> None:
             if isinstance(self.ignore_index, bool) or not isinstance(self.ignore_index, int):
@@ -156,6 +158,7 @@ class ChunkedCELoss(BaseLoss):
     @dataclass(kw_only=True, slots=True)
     class Config(BaseLoss.Config):
         chunks: int = 8
+        """Number of row blocks the logits are split into; one block's float32 activations live at a time."""
 
         def __post_init__(self) -> None:
             BaseLoss.Config.__post_init__(self)

@@ -42,8 +42,11 @@ class TensorBoardConfig(ConfigMixin):
     """``train.tensorboard``: a real SummaryWriter on rank 0."""
 
     enabled: bool = False
+    """Write TensorBoard events (legacy ``train.tensorboard.enabled``)."""
     output_dir: str = "tb_traces"
+    """Folder of the event files."""
     log_steps: int = 1
+    """Write the scalars every N steps."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -51,9 +54,13 @@ class WandbConfig(ConfigMixin):
     """``train.wandb``: a real W&B run on rank 0 (``WANDB_MODE=offline`` writes local files only)."""
 
     enabled: bool = False
+    """Log to a W&B run (legacy ``train.wandb.enabled``)."""
     project: str = "hyper-parallel"
+    """W&B project name."""
     run_name: str | None = None
+    """W&B run name; None lets W&B pick one."""
     log_steps: int = 1
+    """Log the scalars every N steps."""
 
 
 def _positive_int(value: Any, field_path: str) -> int:
@@ -131,21 +138,21 @@ class MetricsProcessor(Configurable):
 
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
-        # train.logging.report_to: informational, as in the legacy trainer; the sinks are switched
-        # by tensorboard.enabled / wandb.enabled.
         report_to: str = "none"
-        # train.logging.log_steps: console line and history cadence
+        """Legacy ``train.logging.report_to``, informational only: ``tensorboard.enabled`` and
+        ``wandb.enabled`` switch the sinks."""
         log_steps: int = 10
-        # train.logging.report_throughput
+        """Print the console line and keep the record in ``history`` every N steps."""
         report_throughput: bool = True
-        # train.logging.model_flops_per_token (tflops/mfu need it and peak_tflops)
+        """Add tokens_per_sec (and tflops/mfu when both FLOP fields are set) to the record."""
         model_flops_per_token: int | None = None
-        # train.logging.peak_tflops (per device)
+        """Model FLOPs per token; tflops and mfu need it and ``peak_tflops``."""
         peak_tflops: float | None = None
-        # train.tensorboard
+        """Peak TFLOPS of one device, the denominator of mfu."""
         tensorboard: TensorBoardConfig = field(default_factory=TensorBoardConfig)
-        # train.wandb
+        """TensorBoard sink (legacy ``train.tensorboard``)."""
         wandb: WandbConfig = field(default_factory=WandbConfig)
+        """W&B sink (legacy ``train.wandb``)."""
 
     def __init__(
         self,

@@ -163,14 +163,23 @@ class OptimizersContainer(Configurable):
         """AdamW hyperparameters; names and defaults follow the legacy ``train.optimizer`` section."""
 
         lr: float = 1e-4
+        """Peak learning rate (legacy ``train.optimizer.lr``); the LR scheduler scales it."""
         betas: tuple[float, float] = (0.9, 0.999)
+        """AdamW's (beta1, beta2), each in [0, 1)."""
         eps: float = 1e-8
+        """AdamW's denominator epsilon."""
         weight_decay: float = 0.01
-        # Not in the legacy schema (it always passes foreach=None and no fused).
+        """Decoupled weight decay of the decay group; the no-decay group always has 0.0."""
         foreach: bool | None = None
+        """AdamW's ``foreach`` implementation switch; None lets the framework choose (the legacy
+        trainer always passes None)."""
         fused: bool | None = None
+        """AdamW's fused kernel; None passes no ``fused`` argument (as the legacy trainer does)."""
         decay_keywords: tuple[str, ...] = DEFAULT_DECAY_KEYWORDS
+        """A parameter whose lower-cased name contains one of these is in the no-decay group."""
         loss_aggregation: str = "token_weighted"
+        """How the loss is averaged: "token_weighted" (mean over every token of the global batch) or
+        "rank_average" (DP mean of each rank's mean over its micro-batches); read by the trainer."""
 
         def __post_init__(self) -> None:
             _validate(self)

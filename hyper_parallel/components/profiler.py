@@ -49,16 +49,16 @@ class Profiler(Configurable):
 
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
-        # train.profile.enabled
         enabled: bool = False
-        # train.profile.output_dir (traces go to <output_dir>/rank_<r>/)
+        """Record a profiler trace (legacy ``train.profile.enabled``)."""
         output_dir: str = "profiler_traces"
-        # train.profile.wait_steps
+        """Trace folder; each rank writes to ``<output_dir>/rank_<r>/`` (``train.profile.output_dir``)."""
         wait_steps: int = 1
-        # train.profile.warmup_steps
+        """Steps skipped before the profiler starts (``train.profile.wait_steps``)."""
         warmup_steps: int = 1
-        # train.profile.active_steps
+        """Steps profiled but discarded before recording (``train.profile.warmup_steps``)."""
         active_steps: int = 3
+        """Steps recorded into the trace (``train.profile.active_steps``)."""
 
         def __post_init__(self) -> None:
             # Like the legacy callback, a disabled profiler's schedule is never looked at.

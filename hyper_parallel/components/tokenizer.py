@@ -45,8 +45,11 @@ class BaseTokenizer(Configurable):
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
         path: str | None = None
+        """Local Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json); nothing is downloaded."""
         trust_remote_code: bool = False
+        """Passed to ``AutoTokenizer.from_pretrained``: allow the folder's own tokenizer code to run."""
         pad_token: str | None = None
+        """Pad token to use (a token of the tokenizer); None: the tokenizer's pad token, else its eos."""
 
     def __init__(self, config: BaseTokenizer.Config) -> None:
         if type(self) is BaseTokenizer:
