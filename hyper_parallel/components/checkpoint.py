@@ -280,6 +280,11 @@ class CheckpointManager(Configurable):
         """
         return (OSError, RuntimeError, ValueError, *get_platform().dcp_errors())
 
+    @property
+    def _any_error(self) -> tuple[type[BaseException], ...]:
+        """Every failure of a save or load step: any Exception, and DCP's CheckpointException."""
+        return (Exception, *self._lenient)
+
     # ------------------------------------------------------------------ own state
     def state_dict(self) -> dict[str, Any]:
         return {"last_saved_step": self.last_saved_step, "last_exported_step": self.last_exported_step}
@@ -426,7 +431,7 @@ class CheckpointManager(Configurable):
         except CheckpointSaveError:
             discard_partial(partial_step_dir(self.config.output_dir, step))
             raise
-        except (Exception, *self._lenient) as exc:
+        except self._any_error as exc:
             discard_partial(partial_step_dir(self.config.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
@@ -499,7 +504,7 @@ class CheckpointManager(Configurable):
                 fault_point("after:model")
             if commit is not None:
                 self._start_commit(*commit)
-        except (Exception, *self._lenient) as exc:
+        except self._any_error as exc:
             folder = commit[1] if commit is not None else self.step_dir(step or 0)
             raise CheckpointSaveError(folder, commit[2] if commit else step or 0, exc) from exc
         if self._committer.join():
@@ -520,7 +525,7 @@ class CheckpointManager(Configurable):
         out_dir = os.path.join(into or self.step_dir(step), HF_SUBDIR)
         try:
             result = self.export_hf(out_dir)
-        except (Exception, *self._lenient) as exc:  # safetensors' SafetensorError is an Exception
+        except self._any_error as exc:  # safetensors' SafetensorError is an Exception
             raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
@@ -725,7 +730,7 @@ class CheckpointManager(Configurable):
                     )
             else:
                 self._load_weights_file(path)
-        except (Exception, *self._lenient) as exc:
+        except self._any_error as exc:
             raise WeightsLoadError(path, " ".join(str(exc).split()) or type(exc).__name__) from exc
 
     def _model_entries(self, part: Any) -> tuple[dict[str, Any], list[str], dict[str, str]]:
@@ -741,7 +746,8 @@ class CheckpointManager(Configurable):
         aliases: dict[str, str] = {}
         try:
             named = list(part.named_parameters(remove_duplicate=False))
-        except TypeError:  # a module API without the switch (tied names then come once)
+        except (TypeError, NotImplementedError):  # a module API without the switch (MindSpore's
+            # Cell tree): tied names then come once
             named = list(part.named_parameters())
         for name, param in named:
             logical = _logical_name(name)
