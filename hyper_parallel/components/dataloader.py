@@ -79,15 +79,26 @@ class BaseDataLoader(Configurable):
         """The legacy ``data:`` fields that are the loader's own (YAML names); sizes come as kwargs."""
 
         train_path: str | None = None
+        """Local dataset folder or file (``preset_pt``: the ``torch.save``'d batches); unused by dummy."""
         subset: str | None = None
+        """Configuration name inside a dataset folder; None for a single file."""
         train_size: int | None = None
+        """Keep only the first N raw rows; None keeps them all."""
         streaming: bool = False
+        """Must stay false: the distributed sampler needs a dataset with a length."""
         text_key: str = "text"
+        """Column with the plain text (rows without an ``instruction`` column)."""
         template: str = "empty"
+        """Alpaca rows in a ``json_file``: "empty" masks the prompt in the labels, any other value
+        trains on the whole "Human:/Assistant:" text."""
         num_workers: int = 0
+        """Loader worker processes (0: load in the training process)."""
         prefetch_factor: int | None = None
+        """Batches each worker loads ahead; used only with ``num_workers > 0``."""
         pin_memory: bool = True
+        """Pin host memory for faster copies to the device (ignored on CPU)."""
         shuffle: bool = True
+        """Shuffle the samples; the permutation is seeded ``seed + epoch``."""
 
     def __init__(
         self,
@@ -263,6 +274,8 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         """A local dataset folder or file; ``format`` is how its rows are read (legacy ``data.type``)."""
 
         format: Literal["hf_datasets", "json_file"] = "hf_datasets"
+        """How the rows are read: "hf_datasets" (a saved or loadable ``datasets`` folder, or a data
+        file) or "json_file" (one JSON records file)."""
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset

@@ -12,7 +12,7 @@ __all__ = ["ParallelismConfig"]
 
 @dataclass(kw_only=True, slots=True)
 class ParallelismConfig(ConfigMixin):
-    """Parallel degrees. Comments name the legacy ``train.accelerator`` field each maps from.
+    """Parallel degrees. Each field's docstring names the legacy ``train.accelerator`` field it maps from.
 
     Only per-field ranges are checked here. Checks that need the world size or relate degrees
     to each other (the product, ``etp`` under EP, ``ulysses_degree`` dividing ``cp``, PP not yet
@@ -21,25 +21,25 @@ class ParallelismConfig(ConfigMixin):
     counterpart.
     """
 
-    # dp_replicate (HSDP replica groups)
     data_parallel_replicate_degree: int = 1
-    # dp_shard, else the legacy alias dp; -1 fills the ranks left over by the other degrees.
-    # Note: the legacy schema default (both None) resolves to 1, this default is -1.
+    """Number of HSDP replica groups (legacy ``dp_replicate``)."""
     data_parallel_shard_degree: int = -1
-    # tp
+    """FSDP shard degree (legacy ``dp_shard``, else its alias ``dp``); -1 fills the ranks left over
+    by the other degrees. The legacy schema default (both None) resolves to 1, this default is -1."""
     tensor_parallel_degree: int = 1
-    # cp
+    """Tensor-parallel degree (legacy ``tp``)."""
     context_parallel_degree: int = 1
-    # pp
+    """Context-parallel degree (legacy ``cp``)."""
     pipeline_parallel_degree: int = 1
-    # ep
+    """Pipeline-parallel degree (legacy ``pp``); only 1 is supported."""
     expert_parallel_degree: int = 1
-    # etp
+    """Expert-parallel degree (legacy ``ep``)."""
     expert_tensor_parallel_degree: int = 1
-    # ulysses_degree (sequence-parallel split inside CP; None: not used)
+    """Tensor-parallel degree inside the experts (legacy ``etp``); above 1 only with EP."""
     ulysses_degree: int | None = None
-    # reshard_after_forward (FSDP2 frees unsharded params after forward)
+    """Ulysses sequence-parallel split inside CP (legacy ``ulysses_degree``); None: not used."""
     reshard_after_forward: bool = True
+    """FSDP2 frees the unsharded parameters after forward (legacy ``reshard_after_forward``)."""
 
     def __post_init__(self) -> None:
         check_int(self, "data_parallel_replicate_degree", minimum=1)

@@ -28,10 +28,10 @@ CommBackend = Literal["gloo", "nccl", "hccl"]
 class ActivationCheckpointConfig(ConfigMixin):
     """Activation checkpointing (recompute activations in backward to save memory)."""
 
-    # train.gradient_checkpointing.activation_checkpoint: the legacy off-values ("off", "none",
-    # None, False, "") map to "none", any other value to "full" (the legacy trainer always
-    # wraps whole layers, whatever the string says).
     mode: ACMode = "none"
+    """Legacy ``train.gradient_checkpointing.activation_checkpoint``: its off-values ("off", "none",
+    None, False, "") map to "none", any other value to "full" (the legacy trainer always wraps
+    whole layers, whatever the string says)."""
 
     def __post_init__(self) -> None:
         check_choice(self, "mode", get_args(ACMode))
@@ -42,8 +42,9 @@ class CompileConfig(ConfigMixin):
     """Compilation of the model and/or the loss (no legacy counterpart: always off there)."""
 
     enable: bool = False
-    # What to compile when enabled.
+    """Compile the parts named in ``components``."""
     components: list[CompileComponent] = field(default_factory=lambda: ["model", "loss"])
+    """What to compile when enabled."""
 
     def __post_init__(self) -> None:
         check_bool(self, "enable")
@@ -64,10 +65,11 @@ class CompileConfig(ConfigMixin):
 class CommConfig(ConfigMixin):
     """Process-group setup."""
 
-    # train.comm_backend; None picks the device default (gloo on CPU, nccl on CUDA, hccl on NPU).
     backend: CommBackend | None = None
-    # Timeout for init_process_group and the first collectives (no legacy counterpart).
+    """Legacy ``train.comm_backend``; None picks the device default (gloo on CPU, nccl on CUDA,
+    hccl on NPU)."""
     init_timeout_seconds: int = 300
+    """Timeout for init_process_group and the first collectives (no legacy counterpart)."""
 
     def __post_init__(self) -> None:
         check_choice(self, "backend", get_args(CommBackend), optional=True)
@@ -78,16 +80,16 @@ class CommConfig(ConfigMixin):
 class DebugConfig(ConfigMixin):
     """Determinism and numerical debugging. Fields map from legacy ``train.debug``."""
 
-    # debug.deterministic: deterministic algorithms, cudnn deterministic, no cudnn benchmark
     deterministic: bool = False
-    # debug.deterministic_warn_only: warn instead of raising on a nondeterministic op
+    """Deterministic algorithms, cudnn deterministic, no cudnn benchmark (``debug.deterministic``)."""
     deterministic_warn_only: bool = False
-    # debug.check_nan_inf: fail the step when the loss or grad norm is not finite
+    """Warn instead of raising on a nondeterministic op (``debug.deterministic_warn_only``)."""
     check_nan_inf: bool = False
-    # debug.gc_steps: run the garbage collector every N steps (0: never)
+    """Fail the step when the loss or grad norm is not finite (``debug.check_nan_inf``)."""
     gc_steps: int = 0
-    # No legacy counterpart: when set, overrides TrainingConfig.seed (see effective_seed).
+    """Run the garbage collector every N steps, 0: never (``debug.gc_steps``)."""
     seed: int | None = None
+    """When set, overrides ``training.seed`` (no legacy counterpart)."""
 
     def __post_init__(self) -> None:
         check_bool(self, "deterministic")

@@ -24,43 +24,43 @@ DTYPE_NAMES: tuple[str, ...] = get_args(DTypeName)
 
 @dataclass(kw_only=True, slots=True)
 class TrainingConfig(ConfigMixin):
-    """Loop sizes and numerics. Comments name the legacy YAML field each value maps from.
+    """Loop sizes and numerics. Each field's docstring names the legacy YAML field it maps from.
 
     Determinism lives in ``DebugConfig`` only (legacy ``train.debug.deterministic``), so that it
     has one source.
     """
 
-    # train.max_steps. 0 is allowed: the preset_pt dataset then keeps its own length.
     steps: int = 100
-    # data.max_seq_len
+    """Optimizer steps (``train.max_steps``); 0 lets the preset_pt dataset keep its own length."""
     seq_len: int = 2048
-    # train.global_batch_size (samples per optimizer step over all DP ranks)
+    """Tokens per sample (``data.max_seq_len``)."""
     global_batch_size: int = 8
-    # train.micro_batch_size (samples per forward on one rank). global_batch_size must be a multiple
-    # of it (checked here), and of local_batch_size * dp_size (checked when the dataloader is built,
-    # where the dp size is known); gradient accumulation is global_batch_size // (local * dp).
+    """Samples per optimizer step over all DP ranks (``train.global_batch_size``)."""
     local_batch_size: int = 1
-    # train.num_train_epochs
+    """Samples per forward on one rank (``train.micro_batch_size``). global_batch_size must be a
+    multiple of local_batch_size * dp_size; gradient accumulation is global_batch_size // (local * dp)."""
     num_train_epochs: int = 1
-    # train.seed (DebugConfig.seed, when set, overrides it)
+    """Passes over the data (``train.num_train_epochs``)."""
     seed: int = 42
-    # train.optimizer.max_grad_norm (L2 clipping threshold; inf computes the norm without clipping)
+    """Run seed (``train.seed``); ``debug.seed``, when set, overrides it."""
     max_norm: float = 1.0
-    # train.init_device: "meta" (build on meta, then materialise) or a device string
+    """L2 gradient-clipping threshold (``train.optimizer.max_grad_norm``); inf computes the norm
+    without clipping."""
     init_device: str = "meta"
-    # train.mixed_precision.enabled
+    """Where the model is built: "meta" (then materialised) or a device string (``train.init_device``)."""
     enable_mixed_precision: bool = False
-    # train.mixed_precision.param_dtype
+    """Mixed precision with the three dtypes below (``train.mixed_precision.enabled``)."""
     mixed_precision_param: DTypeName = "bfloat16"
-    # train.mixed_precision.reduce_dtype
+    """Compute dtype of the parameters (``train.mixed_precision.param_dtype``)."""
     mixed_precision_reduce: DTypeName = "float32"
-    # train.mixed_precision.output_dtype (None: outputs keep the parameter dtype)
+    """Dtype of the gradient reduction (``train.mixed_precision.reduce_dtype``)."""
     mixed_precision_output: DTypeName | None = None
-    # model.weights_path: initial weights (HF folder, DCP folder or single file) loaded after
-    # materialisation; None keeps the random initialisation
+    """Dtype of the module outputs; None keeps the parameter dtype (``train.mixed_precision.output_dtype``)."""
     weights_path: str | None = None
-    # model.freeze_modules: parameters whose name contains any of these substrings are frozen
+    """Initial weights (HF folder, DCP folder or single file) loaded after materialisation; None
+    keeps the random initialisation (``model.weights_path``)."""
     freeze_modules: list[str] | None = None
+    """Parameters whose name contains any of these substrings are frozen (``model.freeze_modules``)."""
 
     def __post_init__(self) -> None:
         check_int(self, "steps", minimum=0)
