@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 ALLOW_PARTIAL_HINT = "checkpoint.allow_partial_weights=true"
 
-Entry = tuple[tuple[int, ...], bool]  # (shape, is_floating); is_floating None: not checked
+Entry = tuple[tuple[int, ...], bool | None]  # (shape, is_floating); is_floating None: not checked
 
 
 class WeightsMismatchError(CheckpointMismatchError):

@@ -10,7 +10,8 @@ import contextlib
 import json
 import math
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +22,10 @@ from hyper_parallel.trainer import init_helpers
 from hyper_parallel.trainer.init_helpers import TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
 from hyper_parallel.trainer.utils.loss import count_loss_token, mean_global_loss
+
+if TYPE_CHECKING:
+    from torch.utils.data.distributed import DistributedSampler
+    from transformers import PreTrainedTokenizerBase
 
 logger = get_logger(__name__)
 
@@ -49,10 +54,11 @@ def _full_tensor(t):
     return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
-def _dcp_errors() -> tuple[type[BaseException], ...]:
+def _load_errors() -> tuple[type[BaseException], ...]:
+    """Any Exception, and DCP's CheckpointException (a BaseException)."""
     from torch.distributed.checkpoint.api import CheckpointException
 
-    return (CheckpointException,)
+    return (Exception, CheckpointException)
 
 
 def _logical_name(name: str) -> str:
@@ -75,16 +81,19 @@ class BaseTrainer:
         self.spec = get_spec(args.model.name)
         self.state = TrainerState(max_steps=getattr(args.train, "max_steps", 0))
         self._last_global_tokens: int | None = None
-        self.model = None
-        self.optimizer = None
-        self.lr_scheduler = None
-        self.tokenizer = None
-        self.processor = None
-        self.data_transform = None
-        self.train_dataset = None
-        self.collate_fn = None
-        self.sampler = None
-        self.train_dataloader = None
+        # The model and the optimizer are None until their build step; every later step and the
+        # train loop read them as built (LLMTrainer drives the order), hence the non-Optional types.
+        self.model: torch.nn.Module = None  # type: ignore[assignment]  # built by _build_model
+        self.optimizer: torch.optim.Optimizer = None  # type: ignore[assignment]  # built by _build_optimizer
+        self.lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+        self.tokenizer: PreTrainedTokenizerBase | None = None
+        self.processor: Any = None
+        self.data_transform: Callable[..., Any] | None = None
+        # A torch Dataset from the registry or an HF ``datasets.Dataset`` (untyped): map-style, sized.
+        self.train_dataset: Any = None
+        self.collate_fn: Callable[..., dict[str, torch.Tensor]] | None = None
+        self.sampler: DistributedSampler[Any] | None = None
+        self.train_dataloader: Any = None  # torchdata's StatefulDataLoader (no type information)
         self._grad_accum = 1
         self._dp_group_info: GroupInfo | None = None
         self.user_callbacks: list = []
@@ -131,9 +140,9 @@ class BaseTrainer:
         init_device = getattr(self.args.train, "init_device", "meta")
         if init_device == "meta":
             with torch.device("meta"):
-                self.model = self.spec.build_model_fn(self.args)
+                self.model = self.spec.build_model_fn(self.args)  # type: ignore[misc]  # legacy specs all set it
         else:
-            self.model = self.spec.build_model_fn(self.args)
+            self.model = self.spec.build_model_fn(self.args)  # type: ignore[misc]  # legacy specs all set it
         self.parallel_dims.validate_against_model(
             self.model, seq_len=_get(self.args.data, "max_seq_len", 2048)
         )
@@ -291,10 +300,12 @@ class BaseTrainer:
                 local = buffer.to_local() if hasattr(buffer, "to_local") else buffer
                 local.zero_()
         for module in model.modules():
-            if hasattr(module, "reset_inv_freq"):
-                module.reset_inv_freq()
-        if hasattr(model, "tie_weights"):
-            model.tie_weights()
+            reset_inv_freq = getattr(module, "reset_inv_freq", None)
+            if reset_inv_freq is not None:
+                reset_inv_freq()
+        tie_weights = getattr(model, "tie_weights", None)
+        if tie_weights is not None:
+            tie_weights()
 
     def _load_weights(self, path: str) -> None:
         """Load initial weights from an HF folder, a DCP folder or a single file; never fall back (spec 9.3).
@@ -324,7 +335,7 @@ class BaseTrainer:
                     )
             else:
                 self._load_single_file(path)
-        except (Exception, *_dcp_errors()) as exc:
+        except _load_errors() as exc:
             # DCP's CheckpointException derives from BaseException: name it so it is wrapped too.
             raise WeightsLoadError(path, " ".join(str(exc).split()) or type(exc).__name__) from exc
 
@@ -381,7 +392,9 @@ class BaseTrainer:
         index = os.path.join(path, "model.safetensors.index.json")
         if not os.path.isfile(index):  # a damaged header is named before the adapter reads it
             get_platform().check_safetensors(os.path.join(path, "model.safetensors"))
-        adapter = self.spec.state_dict_adapter()
+        adapter_cls = self.spec.state_dict_adapter
+        assert adapter_cls is not None, "_load_weights reads HF folders only with a state-dict adapter"
+        adapter = adapter_cls()
         hf_sd = adapter.load_hf_state_dict(path, self.model.config, dtype=self._load_dtype(path))
         fits = self._weights_fit(path, hf_sd)
         valid = {key: hf_sd[key] for key in fits}
@@ -449,7 +462,7 @@ class BaseTrainer:
         weight_decay = _get(opt, "weight_decay", 0.01)
         eps = _get(opt, "eps", 1e-8)
         betas = _get(opt, "betas", (0.9, 0.999))
-        decay, no_decay, seen = [], [], set()
+        decay, no_decay, seen = [], [], set()  # type: ignore[var-annotated]  # lists of Parameters
         for name, param in self.model.named_parameters():
             if not param.requires_grad or id(param) in seen:
                 continue
@@ -461,7 +474,11 @@ class BaseTrainer:
             {"params": no_decay, "weight_decay": 0.0},
         ]
         self.optimizer = torch.optim.AdamW(
-            groups, lr=lr, betas=tuple(float(b) for b in betas), eps=eps, foreach=None
+            groups,
+            lr=lr,
+            betas=tuple(float(b) for b in betas),  # type: ignore[arg-type]  # args give two betas
+            eps=eps,
+            foreach=None,
         )
         logger.info_rank0(
             "AdamW lr=%s weight_decay=%s: %d decay / %d no-decay params",

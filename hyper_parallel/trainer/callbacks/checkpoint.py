@@ -73,6 +73,8 @@ DEFAULT_SAVE_HF_WEIGHTS = True
 # that does not fit (lenient: warned). DCP wraps per-rank failures in CheckpointException, which
 # derives from BaseException, so it is listed explicitly.
 LENIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, RuntimeError, ValueError, CheckpointException)
+# Every failure of a save or load step: any Exception, and DCP's CheckpointException.
+ANY_ERROR: tuple[type[BaseException], ...] = (Exception, *LENIENT_ERRORS)
 
 EXTRA_STATE_FILE = "extra_state.json"
 SCHEDULER_FILE = "scheduler.pt"
@@ -325,7 +327,7 @@ class CheckpointCallback(Callback):
         except CheckpointSaveError:
             discard_partial(partial_step_dir(self.output_dir, step))
             raise
-        except (Exception, *LENIENT_ERRORS) as exc:
+        except ANY_ERROR as exc:
             discard_partial(partial_step_dir(self.output_dir, step))
             raise CheckpointSaveError(ckpt_dir, step, exc) from exc
         self.last_saved_step = step
@@ -409,7 +411,7 @@ class CheckpointCallback(Callback):
                 fault_point("after:model")
             if commit is not None:
                 self._start_commit(*commit)
-        except (Exception, *LENIENT_ERRORS) as exc:
+        except ANY_ERROR as exc:
             raise CheckpointSaveError(ckpt_dir, commit[2] if commit else step or 0, exc) from exc
         if self._committer.join():
             get_platform().barrier()  # the folder is in place for every rank
@@ -597,7 +599,7 @@ class SafetensorsExportCallback(Callback):
         adapter_cls = getattr(getattr(self.trainer, "spec", None), "state_dict_adapter", None)
         try:
             result = export_hf_checkpoint(self.trainer.model, adapter_cls, out_dir)
-        except (Exception, *LENIENT_ERRORS) as exc:  # safetensors' SafetensorError is an Exception
+        except ANY_ERROR as exc:  # safetensors' SafetensorError is an Exception
             raise CheckpointSaveError(out_dir, step, exc) from exc
         self.last_exported_step = step
         logger.info_rank0(f"Exported HF weights at step {step} to {out_dir}")
