@@ -393,14 +393,18 @@ class Qwen3_5ForCausalLM(nn.Cell):
         """``(fqn, Parameter)`` in registration order, a shared (tied) Parameter once, as torch.
 
         MindSpore's ``parameters_and_names`` walks the Cell tree in the same pre-order as torch's
-        ``named_parameters`` and already de-duplicates by identity. ``remove_duplicate=False`` is
-        not supported (nothing in the project asks for it).
+        ``named_parameters`` and already de-duplicates by identity. With ``remove_duplicate=False``
+        every name is listed, a tied Parameter under each of its names (the checkpoint loader asks
+        for that), walking the cells in the same order.
         """
-        if not remove_duplicate:
-            raise NotImplementedError(
-                "named_parameters(remove_duplicate=False) is not supported on MindSpore"
-            )
-        yield from self.parameters_and_names(name_prefix=prefix, expand=recurse)
+        if remove_duplicate:
+            yield from self.parameters_and_names(name_prefix=prefix, expand=recurse)
+            return
+        cells = self.cells_and_names(name_prefix=prefix) if recurse else [(prefix, self)]
+        for cell_name, cell in cells:
+            for name, param in cell._params.items():  # MindSpore's own registry of a cell's Parameters
+                if param is not None:
+                    yield (f"{cell_name}.{name}" if cell_name else name), param
 
     def parameters(self, recurse: bool = True) -> Any:
         """The Parameters of :meth:`named_parameters`, in the same order."""
