@@ -109,6 +109,7 @@ MEASURED_RUNS: tuple[tuple[str, int], ...] = (
     ("alpaca", 1),
     ("preset", 1),
     ("dummy", 2),
+    ("hf_text", 2),
     ("dummy", 3),
     ("dummy", 4),
     ("dummy", 5),
