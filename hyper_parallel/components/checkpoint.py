@@ -197,19 +197,23 @@ class CheckpointManager(Configurable):
         """
 
         output_dir: str = "outputs"
+        """Run folder; each save is ``<output_dir>/step_<N>/``."""
         save_steps: int = 500
+        """Save every N steps and at train end; <= 0 turns saving off."""
         save_async: bool = False
+        """Write the model shards in the background (a forced save is always synchronous)."""
         save_hf_weights: bool = True
+        """Also export ``hf_ckpt/model.safetensors`` + ``config.json`` with each save (rank 0)."""
         load_path: str | None = None
-        # A run without load_path into an output_dir that holds complete checkpoints is refused
-        # (its saves would replace them); True replaces them.
+        """Resume from a ``step_<N>`` folder, or the newest complete one in a run folder; None: no resume."""
         overwrite: bool = False
-        # Load a folder without manifest.json, or a .partial.* one, without an integrity check.
+        """Let a run without load_path replace complete checkpoints in output_dir (else refused)."""
         allow_unverified: bool = False
-        # A config that differs from the checkpoint's settings on resume: "refuse" or "apply".
+        """Load a folder without manifest.json, or a .partial.* one, without an integrity check."""
         resume_config_changes: str = "refuse"
-        # Initial weights that do not fit the model: load what fits, keep the rest random.
+        """A config that differs from the checkpoint's settings on resume: "refuse" or "apply"."""
         allow_partial_weights: bool = False
+        """Initial weights that do not fit the model: load what fits, keep the rest random."""
 
         def __post_init__(self) -> None:
             _check_type("output_dir", self.output_dir, (str,), "a folder path (str)")

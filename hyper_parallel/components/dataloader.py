@@ -89,8 +89,7 @@ class BaseDataLoader(Configurable):
         text_key: str = "text"
         """Column with the plain text (rows without an ``instruction`` column)."""
         template: str = "empty"
-        """Alpaca rows in a ``json_file``: "empty" masks the prompt in the labels, any other value
-        trains on the whole "Human:/Assistant:" text."""
+        """Alpaca ``json_file`` rows: "empty" masks the prompt in the labels, else train on all the text."""
         num_workers: int = 0
         """Loader worker processes (0: load in the training process)."""
         prefetch_factor: int | None = None
@@ -274,8 +273,7 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         """A local dataset folder or file; ``format`` is how its rows are read (legacy ``data.type``)."""
 
         format: Literal["hf_datasets", "json_file"] = "hf_datasets"
-        """How the rows are read: "hf_datasets" (a saved or loadable ``datasets`` folder, or a data
-        file) or "json_file" (one JSON records file)."""
+        """How the rows are read: "hf_datasets" (a ``datasets`` folder or data file) or "json_file"."""
 
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset

@@ -158,7 +158,7 @@ class ChunkedCELoss(BaseLoss):
     @dataclass(kw_only=True, slots=True)
     class Config(BaseLoss.Config):
         chunks: int = 8
-        """Number of row blocks the logits are split into; one block's float32 activations live at a time."""
+        """Row blocks the logits are split into; one block's float32 activations are alive at a time."""
 
         def __post_init__(self) -> None:
             BaseLoss.Config.__post_init__(self)

@@ -80,15 +80,13 @@ class LRSchedulersContainer(Configurable):
         warmup_steps: int | None = None
         """Warmup length in steps; None: ceil(training_steps * lr_warmup_ratio) at build time."""
         lr_warmup_ratio: float = 0.0
-        """Warmup length as a fraction of the training steps (legacy ``lr_warmup_ratio``); set
-        this or ``warmup_steps``, not both."""
+        """Warmup length as a fraction of the training steps; set this or warmup_steps, not both."""
         decay_style: str = "cosine"
         """Legacy ``lr_decay_style``: "cosine" or "constant" (anything else is cosine, with a warning)."""
         lr_min: float = 0.0
         """Absolute floor of the cosine (legacy ``lr_min``), reached exactly at training_steps."""
         lr_max: float | None = None
-        """The lr that ``lr_min`` is relative to: min ratio = lr_min / lr_max. None: the optimizer's
-        configured lr (the legacy rule). The peak is always the optimizer's lr."""
+        """lr_min is relative to it (min ratio = lr_min / lr_max); None: the optimizer lr, also the peak."""
 
         def __post_init__(self) -> None:
             if self.warmup_steps is not None and not (_is_int(self.warmup_steps) and self.warmup_steps >= 0):

@@ -139,8 +139,7 @@ class MetricsProcessor(Configurable):
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
         report_to: str = "none"
-        """Legacy ``train.logging.report_to``, informational only: ``tensorboard.enabled`` and
-        ``wandb.enabled`` switch the sinks."""
+        """Legacy ``train.logging.report_to``, informational: tensorboard/wandb.enabled switch the sinks."""
         log_steps: int = 10
         """Print the console line and keep the record in ``history`` every N steps."""
         report_throughput: bool = True

@@ -171,15 +171,13 @@ class OptimizersContainer(Configurable):
         weight_decay: float = 0.01
         """Decoupled weight decay of the decay group; the no-decay group always has 0.0."""
         foreach: bool | None = None
-        """AdamW's ``foreach`` implementation switch; None lets the framework choose (the legacy
-        trainer always passes None)."""
+        """AdamW's ``foreach`` switch; None lets the framework choose (the legacy trainer passes None)."""
         fused: bool | None = None
         """AdamW's fused kernel; None passes no ``fused`` argument (as the legacy trainer does)."""
         decay_keywords: tuple[str, ...] = DEFAULT_DECAY_KEYWORDS
         """A parameter whose lower-cased name contains one of these is in the no-decay group."""
         loss_aggregation: str = "token_weighted"
-        """How the loss is averaged: "token_weighted" (mean over every token of the global batch) or
-        "rank_average" (DP mean of each rank's mean over its micro-batches); read by the trainer."""
+        """Loss mean: "token_weighted" (over the global batch's tokens) or "rank_average" (of rank means)."""
 
         def __post_init__(self) -> None:
             _validate(self)

@@ -45,7 +45,7 @@ class BaseTokenizer(Configurable):
     @dataclass(kw_only=True, slots=True)
     class Config(Configurable.Config):
         path: str | None = None
-        """Local Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json); nothing is downloaded."""
+        """Local Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json); never downloaded."""
         trust_remote_code: bool = False
         """Passed to ``AutoTokenizer.from_pretrained``: allow the folder's own tokenizer code to run."""
         pad_token: str | None = None

@@ -24,8 +24,7 @@ class ParallelismConfig(ConfigMixin):
     data_parallel_replicate_degree: int = 1
     """Number of HSDP replica groups (legacy ``dp_replicate``)."""
     data_parallel_shard_degree: int = -1
-    """FSDP shard degree (legacy ``dp_shard``, else its alias ``dp``); -1 fills the ranks left over
-    by the other degrees. The legacy schema default (both None) resolves to 1, this default is -1."""
+    """FSDP shard degree (legacy ``dp_shard`` or ``dp``; their default resolves to 1); -1: the rest."""
     tensor_parallel_degree: int = 1
     """Tensor-parallel degree (legacy ``tp``)."""
     context_parallel_degree: int = 1

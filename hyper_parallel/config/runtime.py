@@ -29,9 +29,7 @@ class ActivationCheckpointConfig(ConfigMixin):
     """Activation checkpointing (recompute activations in backward to save memory)."""
 
     mode: ACMode = "none"
-    """Legacy ``train.gradient_checkpointing.activation_checkpoint``: its off-values ("off", "none",
-    None, False, "") map to "none", any other value to "full" (the legacy trainer always wraps
-    whole layers, whatever the string says)."""
+    """Legacy ``activation_checkpoint``: its off-values map to "none", any other value to "full"."""
 
     def __post_init__(self) -> None:
         check_choice(self, "mode", get_args(ACMode))
@@ -66,8 +64,7 @@ class CommConfig(ConfigMixin):
     """Process-group setup."""
 
     backend: CommBackend | None = None
-    """Legacy ``train.comm_backend``; None picks the device default (gloo on CPU, nccl on CUDA,
-    hccl on NPU)."""
+    """Legacy ``train.comm_backend``; None: gloo on CPU, nccl on CUDA, hccl on NPU."""
     init_timeout_seconds: int = 300
     """Timeout for init_process_group and the first collectives (no legacy counterpart)."""
 

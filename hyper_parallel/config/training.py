@@ -37,15 +37,13 @@ class TrainingConfig(ConfigMixin):
     global_batch_size: int = 8
     """Samples per optimizer step over all DP ranks (``train.global_batch_size``)."""
     local_batch_size: int = 1
-    """Samples per forward on one rank (``train.micro_batch_size``). global_batch_size must be a
-    multiple of local_batch_size * dp_size; gradient accumulation is global_batch_size // (local * dp)."""
+    """Samples per forward on one rank (``train.micro_batch_size``); the rest is gradient accumulation."""
     num_train_epochs: int = 1
     """Passes over the data (``train.num_train_epochs``)."""
     seed: int = 42
     """Run seed (``train.seed``); ``debug.seed``, when set, overrides it."""
     max_norm: float = 1.0
-    """L2 gradient-clipping threshold (``train.optimizer.max_grad_norm``); inf computes the norm
-    without clipping."""
+    """L2 gradient-clipping threshold (``train.optimizer.max_grad_norm``); inf: norm only."""
     init_device: str = "meta"
     """Where the model is built: "meta" (then materialised) or a device string (``train.init_device``)."""
     enable_mixed_precision: bool = False
@@ -55,10 +53,9 @@ class TrainingConfig(ConfigMixin):
     mixed_precision_reduce: DTypeName = "float32"
     """Dtype of the gradient reduction (``train.mixed_precision.reduce_dtype``)."""
     mixed_precision_output: DTypeName | None = None
-    """Dtype of the module outputs; None keeps the parameter dtype (``train.mixed_precision.output_dtype``)."""
+    """Dtype of the outputs; None: the parameter dtype (``train.mixed_precision.output_dtype``)."""
     weights_path: str | None = None
-    """Initial weights (HF folder, DCP folder or single file) loaded after materialisation; None
-    keeps the random initialisation (``model.weights_path``)."""
+    """Initial weights: HF folder, DCP folder or file (``model.weights_path``); None: random init."""
     freeze_modules: list[str] | None = None
     """Parameters whose name contains any of these substrings are frozen (``model.freeze_modules``)."""
 
