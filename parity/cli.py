@@ -903,9 +903,14 @@ def _summary_table(console: Console, title: str, outcomes: list[Outcome], backen
             cells.append(Text(label + timing, style=_STYLE.get(outcome.status, "")))
         table.add_row(*cells)
     console.print(table)
+    # One line per reason: 33 MindSpore goldens skipped for one missing package are one fact.
+    skipped: dict[tuple[str, str], list[str]] = {}
     for outcome in outcomes:
         if outcome.status == "skip" and outcome.message:
-            console.print(f"[yellow]skipped[/] {outcome.backend} {outcome.case.id}: {outcome.message}")
+            skipped.setdefault((outcome.backend, outcome.message), []).append(outcome.case.id)
+    for (backend, message), case_ids in skipped.items():
+        what = case_ids[0] if len(case_ids) == 1 else f"{len(case_ids)} cases"
+        console.print(f"[yellow]skipped[/] {backend} {what}: {message}")
 
 
 def _print_unused(console: Console, unused: list[tuple[Path, str]]) -> None:
