@@ -1,7 +1,7 @@
 """Tier C: the torch legacy trainer against the new path on MindSpore, under one limitations table.
 
 Bit-exactness across frameworks is impossible where kernels differ (exp/log, reductions, the
-decayed AdamW update; ``shared/spec/mindspore-notes.md`` measured them), so tier C splits the
+decayed AdamW update, all measured on MindSpore 2.10 CPU), so tier C splits the
 mission's artifacts in two:
 
 - **exact**: what is integer or Python-float logic on both sides (param-group FQNs and

@@ -1,11 +1,11 @@
-"""Imports flow downward across the layers of architecture.md section 2.
+"""Imports flow downward across the layers of ``hyper_parallel`` (``LAYER_DEPS`` below).
 
 Every ``.py`` file under ``hyper_parallel/``, ``parity/``, ``scripts/`` and ``benchmarks/`` is read
 with ``ast`` (nothing is imported). Each ``import`` / ``from ... import`` counts, at module level or
 inside a function or method; relative imports are resolved; ``from pkg import sub`` counts as an
 import of ``pkg.sub`` when ``sub`` is a module. Imports under ``if TYPE_CHECKING:`` do not count
 (they never run). ``importlib.import_module("name")`` is not an import statement and is not seen:
-``config`` resolves recipes that way on purpose (architecture.md section 5).
+``config`` resolves recipes that way on purpose, so that it never imports ``trainer``.
 
 Rules (``LAYER_DEPS`` says which layers each layer may import; a layer may always import itself):
 
@@ -259,7 +259,7 @@ def test_rules(importer: str, target: str, bad: bool) -> None:
 def test_no_upward_imports() -> None:
     found = violations(project_imports())
     new = [f"{imp.where()}: {rule}" for key, imp, rule in found if key not in ALLOWED]
-    assert not new, "upward imports (architecture.md section 2):\n" + "\n".join(new)
+    assert not new, "upward imports (a layer may import only those LAYER_DEPS lists):\n" + "\n".join(new)
 
 
 def test_allowed_list_is_current() -> None:

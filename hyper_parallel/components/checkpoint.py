@@ -1,7 +1,7 @@
 """CheckpointManager: ``step_<N>/`` checkpoints, resume, HF export and initial weights (RFC Part 3).
 
 One component takes over what the legacy path spreads over ``CheckpointCallback``,
-``SafetensorsExportCallback`` and ``BaseTrainer._load_weights`` (legacy spec 9.3 and 14). It
+``SafetensorsExportCallback`` and ``BaseTrainer._load_weights``. It
 writes the legacy layout byte-compatibly, so a checkpoint written by either path resumes in the
 other. One save, ``<output_dir>/step_<N>/``:
 

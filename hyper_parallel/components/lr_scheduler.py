@@ -1,6 +1,6 @@
 """LR schedule: linear warmup from 0, then cosine decay to ``lr_min`` (or constant).
 
-The component form of the legacy ``BaseTrainer._build_lr_scheduler`` (spec section 11). The
+The component form of the legacy ``BaseTrainer._build_lr_scheduler``. The
 factor that multiplies each group's initial lr at step ``s`` (``W`` warmup steps, ``T`` training
 steps, ``r = lr_min / lr``) is, in Python floats and in the legacy operation order::
 

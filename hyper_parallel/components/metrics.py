@@ -1,6 +1,6 @@
 """MetricsProcessor: the per-step metric record, console line, TensorBoard and W&B sinks.
 
-It replaces three legacy callbacks with one component (spec 13.3, 13.4):
+It replaces three legacy callbacks with one component:
 
 - the ``LoggingCallback`` record, built on every step (``last_record``), printed on rank 0 and
   kept in ``history`` every ``log_steps`` steps;
@@ -256,7 +256,7 @@ class MetricsProcessor(Configurable):
         global_tokens: int | None = None,
         aux_loss: float | None = None,
     ) -> dict[str, Any]:
-        """The raw-valued record (keys in spec order); reads the step clock once."""
+        """The raw-valued record (keys in the legacy record's order); reads the step clock once."""
         cfg = self.config
         step_time = max(self._platform.wall_time() - self._step_start, _MIN_STEP_TIME)
         tokens_per_sec = tflops = mfu = None

@@ -1,7 +1,7 @@
 """Optimizer containers: AdamW over the model parts, with the legacy decay / no-decay grouping.
 
-``OptimizersContainer`` is the component form of the legacy ``BaseTrainer._build_optimizer``
-(spec section 10). The grouping rule is re-implemented here, not shared:
+``OptimizersContainer`` is the component form of the legacy ``BaseTrainer._build_optimizer``.
+The grouping rule is re-implemented here, not shared:
 
 - parameters are visited in ``named_parameters()`` order of each model part in turn; frozen ones
   (``requires_grad=False``) are skipped; a parameter seen before (tied weights, or shared between

@@ -1,4 +1,4 @@
-"""Profiler: the legacy ``train.profile`` schedule as a context manager (spec 13.5).
+"""Profiler: the legacy ``train.profile`` schedule as a context manager.
 
 One ``wait -> warmup -> active`` cycle per run, on every rank; chrome traces land in
 ``<output_dir>/rank_<r>/rank<r>.<ns>.pt.trace.json``. The framework profiler comes from the

@@ -1,4 +1,4 @@
-"""Datasets, transforms and collate shared by the legacy trainer and the components (spec 6-8).
+"""Datasets, transforms and collate shared by the legacy trainer and the components.
 
 Layering: ``data -> platform`` only; nothing here imports ``hyper_parallel.trainer``.
 """

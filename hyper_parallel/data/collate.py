@@ -1,4 +1,4 @@
-"""Right-padding collate of the legacy trainer (spec 8.1)."""
+"""Right-padding collate of the legacy trainer."""
 
 from __future__ import annotations
 

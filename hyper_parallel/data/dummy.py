@@ -1,4 +1,4 @@
-"""``data.type: dummy``: random token ids whose content depends only on the sample index (spec 7.1)."""
+"""``data.type: dummy``: random token ids whose content depends only on the sample index."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["DUMMY_BASE_SEED", "DEFAULT_DUMMY_VOCAB", "DummyDataset", "build_dumm
 
 logger = get_logger(__name__)
 
-# Fixed on purpose: the dummy data does not follow train.seed (spec 7.1).
+# Fixed on purpose: the dummy data does not follow train.seed.
 DUMMY_BASE_SEED = 42
 # Vocabulary used when the model exposes no config.
 DEFAULT_DUMMY_VOCAB = 32000

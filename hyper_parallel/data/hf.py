@@ -1,4 +1,4 @@
-"""``data.type: hf_datasets`` and ``json_file``: local HF datasets tokenised by the data transform (spec 7.2).
+"""``data.type: hf_datasets`` and ``json_file``: local HF datasets tokenised by the data transform.
 
 Nothing is downloaded: ``data.train_path`` must exist locally. ``datasets`` is imported lazily so
 that importing :mod:`hyper_parallel.data` stays cheap.
@@ -43,7 +43,7 @@ _SAVE_TO_DISK_MARKERS = ("state.json", "dataset_dict.json")
 def check_train_path(
     data_type: str, train_path: str | os.PathLike | None, *, streaming: bool = False
 ) -> Path:
-    """Validate ``data.train_path`` and ``data.streaming`` for the hf/json path (spec 7.2 step 1)."""
+    """Validate ``data.train_path`` and ``data.streaming`` for the hf/json path."""
     if train_path is None or str(train_path) == "":
         raise ValueError(
             f"data.type={data_type} needs data.train_path (a local file or directory); it is not set"
@@ -78,7 +78,7 @@ def _is_blank(path: Path, probe: int = 1 << 16) -> bool:
 def load_raw_dataset(
     data_type: str, train_path: str | os.PathLike, subset: str | None = None, *, streaming: bool = False
 ):
-    """Load the "train" split of a local dataset (spec 7.2 step 2); returns a ``datasets.Dataset``."""
+    """Load the "train" split of a local dataset; returns a ``datasets.Dataset``."""
     import datasets
 
     path = check_train_path(data_type, train_path, streaming=streaming)
@@ -135,7 +135,7 @@ class TokenizedDataset(Dataset):
 
 
 def tokenize_dataset(ds: Any, data_transform: Any, train_size: int | None = None, *, source: Any = None):
-    """Steps 3-4 of spec 7.2: optional ``select``, batched ``map`` dropping raw columns, drop empty rows.
+    """After loading: optional ``select``, batched ``map`` dropping raw columns, drop empty rows.
 
     With ``source`` (the data file), a row the transform cannot tokenize names the file and the row.
     """
@@ -148,7 +148,7 @@ def tokenize_dataset(ds: Any, data_transform: Any, train_size: int | None = None
 
 
 def build_hf_dataset(trainer: Any) -> TokenizedDataset:
-    """Legacy dispatch for ``hf_datasets`` / ``json_file``; shrinks ``state.max_steps`` to the data (spec 7.2)."""
+    """Legacy dispatch for ``hf_datasets`` / ``json_file``; shrinks ``state.max_steps`` to the data."""
     args = trainer.args
     data = getattr(args, "data", None)
     train = getattr(args, "train", None)

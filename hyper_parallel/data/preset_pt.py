@@ -1,4 +1,4 @@
-"""``data.type: preset_pt``: replay pre-tokenised batches saved with ``torch.save`` (spec 7.3).
+"""``data.type: preset_pt``: replay pre-tokenised batches saved with ``torch.save``.
 
 The file is loaded with ``weights_only=True``: lists, dicts and tensors load, anything that
 needs arbitrary pickled objects is refused (upstream used ``weights_only=False``).
@@ -31,7 +31,7 @@ _REQUIRED_KEYS = ("input_ids", "labels")
 
 
 def load_preset_batches(path: str | os.PathLike) -> list:
-    """Load and validate the batch list (spec 7.3 steps 2-3); returns it unflattened.
+    """Load and validate the batch list; returns it unflattened.
 
     Each entry is a stacked dict ``{input_ids:[B,S], labels:[B,S][, attention_mask:[B,S]]}`` or a
     list of such dicts (one per rank).

@@ -1,4 +1,4 @@
-"""``data.type`` -> dataset builder registry used by the legacy trainer (spec 7).
+"""``data.type`` -> dataset builder registry used by the legacy trainer.
 
 A builder takes the legacy trainer duck-typed (``trainer.args``, ``trainer.model``,
 ``trainer.state``, ``trainer.data_transform``) and returns a map-style ``Dataset``; it may update
@@ -16,7 +16,7 @@ __all__ = ["SUPPORTED_DATA_TYPES", "DatasetBuilder", "register_dataset", "get_da
 
 DatasetBuilder = Callable[[Any], Dataset]
 
-# The built-in types, in the order the error message lists them (spec 7, D6).
+# The built-in types, in the order the error message lists them.
 SUPPORTED_DATA_TYPES: tuple[str, ...] = ("dummy", "hf_datasets", "json_file", "preset_pt")
 
 _BUILDERS: dict[str, DatasetBuilder] = {}
@@ -30,7 +30,7 @@ def register_dataset(data_type: str, builder: DatasetBuilder) -> None:
 
 
 def get_dataset_builder(data_type: str) -> DatasetBuilder:
-    """Return the builder for ``data_type``; an unknown type is a ``ValueError`` (spec 7 wording)."""
+    """Return the builder for ``data_type``; an unknown type is a ``ValueError``."""
     try:
         return _BUILDERS[data_type]
     except (KeyError, TypeError):

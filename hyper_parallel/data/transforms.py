@@ -1,4 +1,4 @@
-"""Batched ``datasets.map`` text transforms of the legacy trainer (spec 6.2).
+"""Batched ``datasets.map`` text transforms of the legacy trainer.
 
 The transform returns unshifted labels (the model shifts) and drops rows that tokenise to
 nothing; there is no packing.
@@ -120,7 +120,7 @@ def build_text_transform(
     data_type: str = "hf_datasets",
     template: str = "empty",
 ) -> TextTransform:
-    """Return the batched map function of spec 6.2; the branch is chosen per batch.
+    """Return the batched map function; the branch is chosen per batch.
 
     (a) masked alpaca SFT: ``instruction`` column, ``json_file`` and template ``empty``;
     (b) unmasked alpaca ("Human:/Assistant:" text): ``instruction`` column, ``json_file``, other template;

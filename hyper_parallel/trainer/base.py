@@ -1,7 +1,7 @@
 """BaseTrainer: the legacy procedural trainer (``args`` from YAML, ``_build_*`` steps).
 
-Every formula, order and default here follows ``spec/legacy-trainer.md``; the new component
-path is compared against this file bit for bit, so it changes only on purpose.
+This file is the reference behaviour (every formula, order and default): the new component path
+is compared against it bit for bit, so it changes only on purpose.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ class BaseTrainer:
             tie_weights()
 
     def _load_weights(self, path: str) -> None:
-        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back (spec 9.3).
+        """Load initial weights from an HF folder, a DCP folder or a single file; never fall back.
 
         Whole or not at all: a file that misses a parameter, carries an unknown tensor or one of
         another shape or dtype class is an error before anything is copied

@@ -1,4 +1,4 @@
-"""Legacy YAML config schema and parser (spec: legacy-trainer.md, section 2).
+"""Legacy YAML config schema and parser.
 
 A YAML file plus ``--dotted.key=value`` overrides become nested plain dataclasses
 (``LegacyTrainerArgs``) that ``LLMTrainer(args)`` reads as ``args.model``, ``args.data`` and
@@ -105,7 +105,7 @@ ACTIVATION_CHECKPOINT_ON = ("full", "on", "true", True)
 
 
 # --------------------------------------------------------------------------------------------------
-# Schema (spec 2.1 - 2.4)
+# Schema
 # --------------------------------------------------------------------------------------------------
 
 
@@ -442,7 +442,7 @@ _FALSE_SPELLINGS = ("false", "no", "n", "off", "0", "f")
 _BOOL_HELP = f"one of {'/'.join(_TRUE_SPELLINGS)} or {'/'.join(_FALSE_SPELLINGS)} (case-insensitive)"
 _CLI_FORM = "'--dotted.key=value' (for example --train.max_steps=10)"
 
-# Forbidden top-level keys -> where they live now (spec 2.5, step 5).
+# Forbidden top-level keys -> where they live now.
 _TOP_LEVEL_HINTS: dict[str, str] = {
     "parallel": "train.accelerator",
     "optim": "train.optimizer",
@@ -544,7 +544,7 @@ def _is_null(raw: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------
-# CLI overrides (spec 2.5, steps 2-3)
+# CLI overrides
 # --------------------------------------------------------------------------------------------------
 
 
@@ -696,7 +696,7 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
 
 
 # --------------------------------------------------------------------------------------------------
-# YAML file and top-level validation (spec 2.5, steps 1, 5, 6)
+# YAML file and top-level validation
 # --------------------------------------------------------------------------------------------------
 
 
@@ -758,7 +758,7 @@ def _set_local_rank(config: dict[str, Any], root_class: type) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Instantiation (spec 2.5, step 7)
+# Instantiation
 # --------------------------------------------------------------------------------------------------
 
 
@@ -826,7 +826,7 @@ def _convert_value(path: str, value: Any, annotation: Any) -> Any:
         return _to_float(path, value)
     if tp is str:
         # Kept as given: YAML reads a bare ``off`` as False, and the legacy consumers (e.g. the
-        # activation-checkpoint switch, spec 9.1) accept that spelling.
+        # activation-checkpoint switch) accept that spelling.
         return value
     kind = _container_kind(tp)
     if kind is dict and not isinstance(value, dict):
@@ -863,7 +863,7 @@ def _warn_unknown_key(path: str, key: str, cls: type, known: list[str]) -> None:
 def parse_args(
     root_class: type = LegacyTrainerArgs, argv: list[str] | None = None, *, run_checks: bool = True
 ) -> Any:
-    """Parse ``[CONFIG.yaml] [--a.b.c=value ...]`` into ``root_class`` (spec 2.5).
+    """Parse ``[CONFIG.yaml] [--a.b.c=value ...]`` into ``root_class``.
 
     ``argv`` defaults to ``sys.argv[1:]``. CLI overrides win over the YAML file. ``run_checks``
     (a ``LegacyTrainerArgs`` root only) also refuses the values of ``check_run_values``; the parity

@@ -56,7 +56,7 @@ __all__ = [
 
 
 def _ac_mode(value: Any) -> str:
-    """Legacy AC is a switch: any "on" value means full per-layer checkpointing (spec 9.1)."""
+    """Legacy AC is a switch: any "on" value means full per-layer checkpointing."""
     return "none" if value in AC_OFF_VALUES else "full"
 
 

@@ -239,7 +239,7 @@ REGISTRY.grid(
 # - padding: rows shorter than the window for hf_datasets text, json_file alpaca (prompt masked)
 #   and preset_pt, with tokenizer folders whose pad id differs from eos ("pad"), whose pad falls
 #   back to an eos that is not id 0 ("eos1"), and that have neither ("no_eos": the collate pads
-#   with 0, legacy-trainer.md 6.1 step 4 and 8.1);
+#   with 0, as the legacy collate does);
 # - uneven splits: 35 / 31 / 13 rows on 2 and 3 dp ranks (every rank, and dp rank = rank // tp on
 #   6 ranks with tp=2): the sampler's remainder (drop_last) and the loader's last partial batch;
 # - resume mid-epoch: ``state_dict`` after ``k`` batches, loaded into a fresh loader of the same side;

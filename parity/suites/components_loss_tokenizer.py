@@ -1,4 +1,4 @@
-"""Parity cases of the loss and tokenizer components (legacy-trainer.md 5.4, 6.1, 8.1; 15 items 6, 10).
+"""Parity cases of the loss and tokenizer components.
 
 Loss, tier A: the legacy in-forward loss ``model(input_ids, labels)["loss"]`` against
 ``loss(model.forward_logits(input_ids), labels)`` on the same seeded debug model and batch, loss

@@ -168,7 +168,7 @@ def _namespace(tree: Any) -> Any:
 
 
 def run_legacy(setup: Setup) -> RunOutput:
-    """LoggingCallback + WandbCallback + TensorBoardCallback on a fake trainer (spec 13.2 orders)."""
+    """LoggingCallback + WandbCallback + TensorBoardCallback on a fake trainer, in the legacy callback order."""
     from hyper_parallel.trainer.callbacks import LoggingCallback, TensorBoardCallback, WandbCallback
 
     clock = FixedClock()

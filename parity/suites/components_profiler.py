@@ -1,4 +1,4 @@
-"""Profiler component vs the legacy ``ProfilerCallback`` (spec 13.5).
+"""Profiler component vs the legacy ``ProfilerCallback``.
 
 Tier A pairs drive both sides through one run of ``steps`` train steps, the legacy callback with
 ``on_train_begin`` / ``on_step_end`` / ``on_train_end`` on a bare trainer whose args carry

@@ -1,6 +1,6 @@
 """Transform grids: the alpaca/json prompt-response transform over prompt x response x window lengths.
 
-The transform of legacy-trainer.md 6.2 (a) splits the window between the prompt and the response
+The masked alpaca transform (``json_file`` rows with ``instruction``, template ``empty``) splits the window between the prompt and the response
 with ``infer_seqlen`` (ratio first), truncates both, masks the prompt with -100 and drops a row only
 when nothing is left. It is a shared leaf (``hyper_parallel.data.transforms``); what each path owns
 is its wiring: the legacy ``LLMTrainer._build_data_transform`` passes ``data.max_seq_len``,

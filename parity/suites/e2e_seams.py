@@ -7,7 +7,7 @@ their timing fields. Three small pairs cover what that leaves out, each well und
 - ``trainer_dp_rank``: ``HyperTrainer`` init steps 1-3 (``setup_distributed``, ``tokenizer``,
   ``dataloader``) against the legacy ``ParallelDims`` + ``LLMTrainer`` steps 4-8, on every rank of
   a faked world where tp (and cp) > 1, so the dataloader's dp rank is ``rank // (tp*cp*pp*ep)``
-  and not the global rank (architecture.md section 4). No process group: the platform reports the
+  and not the global rank. No process group: the platform reports the
   simulated rank (``simulated_rank``), and step 1's process-group/mesh helper is replaced by one
   that only builds ``ParallelDims`` from the trainer's own ``make_parallel_dims`` for that world.
 - ``trainer_debug_seed``: a ``HyperTrainer`` built from a native Config (the ``debug`` recipe) with

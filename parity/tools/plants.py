@@ -50,7 +50,9 @@ __all__ = [
 
 EXPECTATIONS = ("caught", "inert")
 SIDES = ("new", "legacy", "shared")
-# hazard: architecture.md section 4's list; a component name: a field of its Config or its
+# hazard: a known place where a copy silently diverges (warmup ratio vs steps under a changed
+# max_steps, foreach/fused, tied parameters, the first step's lr, label shift vs token count,
+# the dataloader's dp rank); a component name: a field of its Config or its
 # behaviour; trainer-init / train-step: HyperTrainer; legacy: a legacy builder or callback;
 # shared: code both paths run; mapping: the legacy YAML -> HyperTrainer.Config table.
 CATEGORIES = (
@@ -197,7 +199,7 @@ LLM = "hyper_parallel/trainer/llm_trainer.py"
 MODEL = "hyper_parallel/models/qwen3_5/model.py"
 
 PLANTS: tuple[Plant, ...] = (
-    # ------------------------------------------------------------------ hazards (architecture.md 4)
+    # ------------------------------------------------------------------ hazards
     _plant(
         "hazard_warmup_horizon_from_yaml",
         "hazard",

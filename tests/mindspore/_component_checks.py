@@ -6,8 +6,7 @@ serves the MindSpore side and the torch reference (run with ``HYPER_PARALLEL_PLA
 the pytest side compares two reports made by identical code. Tensors leave as numpy lists (ids)
 or ``float.hex`` strings (values); nothing framework-specific reaches the JSON.
 
-MindSpore reports a failed kernel late and re-raises it from later ops of the same process
-(``shared/spec/mindspore-notes.md``), so the groups are kept small, and a failed group does not
+MindSpore reports a failed kernel late and re-raises it from later ops of the same process, so the groups are kept small, and a failed group does not
 fail another.
 """
 

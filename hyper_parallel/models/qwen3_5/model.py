@@ -255,7 +255,7 @@ class Qwen3_5ForCausalLM(nn.Module):
         Each rank draws from its default generator for its **local shard**, in registration order
         (the tied weight once): ``kaiming_uniform_`` for matrices, zeros for vectors; every buffer
         is zeroed, then the RoPE buffers are rebuilt and the head re-tied. This is the model's own
-        statement of the legacy materialisation (spec 9.2); the parity harness compares the two.
+        statement of the legacy materialisation; the parity harness compares the two.
         """
         with torch.no_grad():
             for _name, param in self.named_parameters():

@@ -5,8 +5,8 @@ torch FQNs (``model.layers.0.self_attn.q_proj.weight``, ...), with the same shap
 and registration order. That lets one state dict, one HF key mapping and one optimizer grouping
 serve both frameworks, and lets the tests load torch weights by name and compare logits.
 
-MindSpore 2.10 on CPU lacks several fused kernels (``mint.nn.Embedding``, ``ops.rms_norm``, SDPA;
-see ``shared/spec/mindspore-notes.md``), so the embedding, the zero-centred RMSNorm and causal
+MindSpore 2.10 on CPU lacks several fused kernels (``mint.nn.Embedding``, ``ops.rms_norm``, SDPA,
+measured on MindSpore 2.10), so the embedding, the zero-centred RMSNorm and causal
 attention are written out with ``mindspore.ops``. The class also speaks the small torch-shaped
 module API that HyperTrainer and the components use: ``config``, ``forward_logits``,
 ``named_parameters``/``parameters``, ``to_empty``, ``init_weights``, ``train``/``eval``.

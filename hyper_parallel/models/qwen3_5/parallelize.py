@@ -25,7 +25,7 @@ __all__ = [
 # ``activation_checkpoint`` values that mean "off" (YAML bare ``off`` parses as False).
 AC_OFF_VALUES = ("off", "none", None, False, "")
 
-# Mixed-precision dtype strings (spec 9.1): the platform's one map of training dtypes.
+# Mixed-precision dtype strings: the platform's one map of training dtypes.
 MP_DTYPES = TRAINING_DTYPES
 
 _UNSUPPORTED_DEGREES = (
@@ -97,7 +97,7 @@ def _downcast_frozen(model: nn.Module, patterns: list[str], dtype: torch.dtype) 
 
 
 def parallelize_qwen3_5(model: nn.Module, mesh: DeviceMesh | None, args: Any) -> nn.Module:
-    """Apply AC and FSDP2 to ``model`` in place and return it (legacy spec 9.1).
+    """Apply AC and FSDP2 to ``model`` in place and return it, as the legacy trainer does.
 
     FSDP2 is applied even at dp size 1 so every layout takes the same reduction path.
     """

@@ -1,4 +1,4 @@
-"""HF Qwen3.5 checkpoint <-> our state dict (legacy spec 5.5).
+"""HF Qwen3.5 checkpoint <-> our state dict.
 
 Our keys are ``model.X`` / ``lm_head.weight``; HF nests the text model under
 ``model.language_model.X``. Norm weights use the same zero-centred convention on both sides.

@@ -8,7 +8,7 @@ from hyper_parallel.platform import get_platform
 
 __all__ = ["Callback", "_sub_cfg", "_rank"]
 
-# Sections a callback may look up with `_sub_cfg` (spec 13.1).
+# Sections a callback may look up with `_sub_cfg`.
 SECTION_NAMES = (
     "logging",
     "checkpoint",
@@ -48,7 +48,7 @@ def _positive_int(value: Any, field: str) -> int:
 
 
 class Callback:
-    """Base class: every hook is a no-op that takes ``state`` first (spec 13.1)."""
+    """Base class: every hook is a no-op that takes ``state`` first."""
 
     def __init__(self, trainer: Any) -> None:
         self.trainer = trainer

@@ -1,4 +1,4 @@
-"""Checkpointing (spec 14): ``step_<N>/`` saves, resume, and the HF safetensors export.
+"""Checkpointing: ``step_<N>/`` saves, resume, and the HF safetensors export.
 
 Layout of one save, ``<train.checkpoint.output_dir>/step_<N>/``:
 

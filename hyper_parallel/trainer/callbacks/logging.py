@@ -11,7 +11,7 @@ from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _sub_
 
 logger = get_logger(__name__)
 
-# Code defaults when neither `train.logging` nor `logging` is configured (spec 13.3).
+# Code defaults when neither `train.logging` nor `logging` is configured.
 DEFAULT_LOG_STEPS = 10
 
 
@@ -48,7 +48,7 @@ class LoggingCallback(Callback):
         self.trainer.dispatch_log_event(dict(record))
 
     def build_record(self, state: Any, *, loss: float | None, grad_norm: float | None) -> dict[str, Any]:
-        """The raw-valued record of spec 13.3 (keys in spec order)."""
+        """The raw-valued record: step, loss, grad_norm, lr, step_time, then the optional keys."""
         elapsed = max(time.time() - self._step_start, 1e-9)
         trainer = self.trainer
         scheduler = getattr(trainer, "lr_scheduler", None)
@@ -91,7 +91,7 @@ class LoggingCallback(Callback):
 
 
 def format_log_line(record: dict[str, Any]) -> str:
-    """The rank-0 console line of spec 13.3: ``step=10 | loss=7.62345678 | ... | tokens_per_sec=10,240``."""
+    """The rank-0 console line: ``step=10 | loss=7.62345678 | ... | tokens_per_sec=10,240``."""
 
     def _fmt8(value: float | None) -> str:
         return "N/A" if value is None else f"{value:.8f}"

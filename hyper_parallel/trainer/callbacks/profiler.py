@@ -1,4 +1,4 @@
-"""ProfilerCallback: a real ``torch.profiler`` run on every rank (spec 13.5)."""
+"""ProfilerCallback: a real ``torch.profiler`` run on every rank."""
 
 from __future__ import annotations
 

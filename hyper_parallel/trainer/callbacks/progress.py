@@ -1,4 +1,4 @@
-"""ProgressCallback: a rank-0 tqdm bar over ``state.max_steps`` (spec 13.6).
+"""ProgressCallback: a rank-0 tqdm bar over ``state.max_steps``.
 
 While the bar is open, the root logger's console handlers write through ``tqdm.write`` (each
 keeps its formatter, filters, level and stream), so a log line never lands in the middle of the

@@ -1,7 +1,7 @@
 """The MindSpore Qwen3.5 debug model against the torch one: names, logits, grads, init, meta build, dispatch.
 
 MindSpore reports kernel errors late and re-raises them in later, unrelated ops of the same
-process (``shared/spec/mindspore-notes.md``), so every MindSpore check runs in a fresh child
+process, so every MindSpore check runs in a fresh child
 interpreter (``tests/_subprocess.child_env``) that prints one ``RESULT:`` JSON line; the parent
 asserts on it. The torch/MindSpore comparison runs once per module (one child computes names,
 logits, loss and gradients for both configs) to keep the 2-core budget. The bounds asserted here

@@ -1,4 +1,4 @@
-"""Legacy trainer callbacks (spec 13 and 14) against a hand-wired fake trainer."""
+"""Legacy trainer callbacks against a hand-wired fake trainer."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class FakeTrainer:
         self.dispatch("on_evaluate", metrics=metrics)
 
     def step(self, it) -> tuple[float, float]:
-        """One optimizer step in the order of spec 12.2."""
+        """One optimizer step, its hooks in the legacy trainer's order."""
         self.dispatch("on_step_begin")
         (x,) = next(it)
         self.state.global_step += 1

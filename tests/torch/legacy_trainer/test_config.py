@@ -1,4 +1,4 @@
-"""Legacy config schema and parser (spec legacy-trainer.md section 2, checklist item 16)."""
+"""Legacy config schema and parser."""
 
 from __future__ import annotations
 
@@ -695,7 +695,7 @@ def test_argv_defaults_to_sys_argv(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_yaml_bare_off_in_str_field_is_kept(tmp_path: Path) -> None:
-    """YAML reads a bare ``off`` as False; the activation-checkpoint switch accepts it (spec 9.1)."""
+    """YAML reads a bare ``off`` as False; the activation-checkpoint switch accepts it."""
     path = tmp_path / "ac.yaml"
     path.write_text("train: {gradient_checkpointing: {activation_checkpoint: off}}\n")
     args = parse_args(argv=[str(path)])

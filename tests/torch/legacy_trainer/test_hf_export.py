@@ -1,4 +1,4 @@
-"""HF Qwen3.5 export/import through ``Qwen3_5StateDictAdapter`` (spec 5.5), checked against transformers."""
+"""HF Qwen3.5 export/import through ``Qwen3_5StateDictAdapter``, checked against transformers."""
 
 from __future__ import annotations
 

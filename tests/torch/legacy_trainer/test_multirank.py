@@ -49,7 +49,7 @@ def test_two_rank_run_finishes_with_disjoint_samples(tmp_path):
     two = [float.fromhex(h) for h in ranks[0]["losses"]]
     one = [float.fromhex(h) for h in single["losses"]]
     diffs = [abs(a - b) for a, b in zip(one, two, strict=True)]
-    # Initial weights depend on the shard layout (spec 9.2), so the curves are close, not equal.
+    # Initial weights depend on the shard layout, so the curves are close, not equal.
     print(
         f"1-rank vs 2-rank loss: max |diff| = {max(diffs):.6f}, final 1-rank {one[-1]:.6f} 2-rank {two[-1]:.6f}"
     )

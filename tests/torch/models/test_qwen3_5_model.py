@@ -1,4 +1,4 @@
-"""Qwen3.5 debug model: config merge and validation, registry, module tree, forward, parallelize (spec 5, 9.1)."""
+"""Qwen3.5 debug model: config merge and validation, registry, module tree, forward, parallelize."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from hyper_parallel.platform.torch_platform import TorchPlatform
 
 ROOT = Path(__file__).resolve().parents[3]
 
-# The modules that must reach the framework only through the protocol (architecture.md section 7):
+# The modules that must reach the framework only through the protocol:
 # protocols, config, components, recipes, the new trainer, its entry points and what it shares,
 # and the parity harness.
 NEW_CODE_GLOBS = (

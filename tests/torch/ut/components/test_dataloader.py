@@ -1,4 +1,4 @@
-"""Dataloader component vs the legacy data steps 4-8 (spec 6.2, 7, 8, 1.6, 15 items 4-7).
+"""Dataloader component vs the legacy data steps 4-8.
 
 The legacy side runs ``LLMTrainer`` steps 4-7 and ``BaseTrainer._build_dataloader`` on a bare trainer;
 the new side builds ``BaseDataLoader.Config`` mapped field by field from the same legacy ``args``.

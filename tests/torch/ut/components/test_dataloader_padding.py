@@ -24,7 +24,7 @@ from parity.engine import Engine
 from parity.suites import REGISTRY
 from parity.suites import components_dataloader as suite
 
-# The pad id each tokenizer folder gives (legacy-trainer.md 6.1 step 4, 8.1).
+# The pad id each tokenizer folder gives: its pad token, else its eos, else 0.
 EXPECTED_PAD = {"asset": 0, "pad": 2, "eos1": 1, "no_eos": 0, "none": 0}
 
 

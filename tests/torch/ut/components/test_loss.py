@@ -1,4 +1,4 @@
-"""Loss components against the legacy in-forward loss (legacy-trainer.md 5.4, 15 item 10).
+"""Loss components against the legacy in-forward loss.
 
 Legacy vs new runs through the parity harness (the registered cases of
 ``parity/suites/components_loss_tokenizer.py``); the direct tests below pin what the harness

@@ -1,4 +1,4 @@
-"""LRSchedulersContainer vs the legacy ``_build_lr_scheduler`` (spec 11), bit for bit.
+"""LRSchedulersContainer vs the legacy ``_build_lr_scheduler``, bit for bit.
 
 LR curves are canonicalised as hex floats (``parity.canonical.lr_curve``) and compared with
 ``parity.compare.compare``; the planted divergences (warmup floor instead of ceil, the ratio

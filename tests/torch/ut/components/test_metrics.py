@@ -1,4 +1,4 @@
-"""MetricsProcessor vs the legacy LoggingCallback + TensorBoardCallback + WandbCallback (spec 13.3, 13.4).
+"""MetricsProcessor vs the legacy LoggingCallback + TensorBoardCallback + WandbCallback.
 
 Both paths get the same step inputs and the same pinned step clock (``parity.suites.components_metrics``
 drives them); records, history, console lines, TensorBoard event files and W&B offline run files are

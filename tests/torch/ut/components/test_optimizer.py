@@ -1,4 +1,4 @@
-"""OptimizersContainer / OptimizersInBackwardContainer vs the legacy ``_build_optimizer`` (spec 10).
+"""OptimizersContainer / OptimizersInBackwardContainer vs the legacy ``_build_optimizer``.
 
 Every comparison goes through the parity harness: both sides are canonicalised (parameters named
 by FQN, floats by hex, tensors by integer views) and ``parity.compare.compare`` must report

@@ -1,4 +1,4 @@
-"""Profiler vs the legacy ProfilerCallback (spec 13.5).
+"""Profiler vs the legacy ProfilerCallback.
 
 Disabled, ``Profiler.Config().build()`` is a ``contextlib.nullcontext``. Enabled, both paths run the
 same ``wait/warmup/active`` schedule over the same tiny workload; the trace files of every rank

@@ -1,4 +1,4 @@
-"""HuggingFaceTokenizer against the legacy ``LLMTrainer._build_model_assets`` (legacy-trainer.md 6.1, 8.1).
+"""HuggingFaceTokenizer against the legacy ``LLMTrainer._build_model_assets``.
 
 Legacy vs new runs through the parity harness (registered cases of
 ``parity/suites/components_loss_tokenizer.py``); the direct tests pin token ids on drawn text,
