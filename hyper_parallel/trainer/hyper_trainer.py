@@ -114,25 +114,42 @@ class HyperTrainer(Configurable):
         """
 
         model_spec: ModelSpecField = None
+        """The model family (config, builder, parallelize fn); set by a recipe or --module, not a flag."""
 
         hf_assets_path: str = "outputs/hf_assets"
+        """Not used by this trainer yet (the tokenizer comes from ``tokenizer.path``); must stay default."""
         dump_folder: str = "outputs"
+        """Not used by this trainer yet (each component has its own output_dir); must stay default."""
 
         tokenizer: BaseTokenizer.Config = field(default_factory=HuggingFaceTokenizer.Config)
+        """Tokenizer (legacy ``model.tokenizer_path``)."""
         dataloader: DataLoaderConfig = field(default_factory=DummyDataLoader.Config)
+        """Data source and loader; its Config class picks the loader (legacy ``data``)."""
         optimizer: OptimizersContainer.Config = field(default_factory=OptimizersContainer.Config)
+        """AdamW with decay / no-decay groups (legacy ``train.optimizer``)."""
         lr_scheduler: LRSchedulersContainer.Config = field(default_factory=LRSchedulersContainer.Config)
+        """Warmup and decay of the learning rate (legacy ``train.optimizer.lr_*``)."""
         loss: BaseLoss.Config = field(default_factory=CrossEntropyLoss.Config)
+        """Training loss on the shifted labels."""
         checkpoint: CheckpointManager.Config = field(default_factory=CheckpointManager.Config)
+        """Saving, resuming and initial weights (legacy ``train.checkpoint``)."""
         metrics: MetricsProcessor.Config = field(default_factory=MetricsProcessor.Config)
+        """Console line, TensorBoard and W&B (legacy ``train.logging``)."""
         profiler: Profiler.Config = field(default_factory=Profiler.Config)
+        """Profiler traces (legacy ``train.profile``)."""
 
         training: TrainingConfig = field(default_factory=TrainingConfig)
+        """Loop sizes, seed, clipping, init device and mixed precision."""
         parallelism: ParallelismConfig = field(default_factory=ParallelismConfig)
+        """Parallel degrees (legacy ``train.accelerator``)."""
         activation_checkpoint: ActivationCheckpointConfig = field(default_factory=ActivationCheckpointConfig)
+        """Activation recomputation in backward."""
         compile: CompileConfig = field(default_factory=CompileConfig)
+        """Compilation of the model and/or the loss."""
         comm: CommConfig = field(default_factory=CommConfig)
+        """Process-group backend and timeout."""
         debug: DebugConfig = field(default_factory=DebugConfig)
+        """Determinism and numerical checks (legacy ``train.debug``)."""
 
         def __post_init__(self) -> None:
             # RFC fields this trainer does not use yet: a value other than the default is refused
