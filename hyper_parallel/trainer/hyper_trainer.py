@@ -16,7 +16,7 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from hyper_parallel.components.checkpoint import CheckpointManager
 from hyper_parallel.components.dataloader import (
@@ -54,27 +54,31 @@ __all__ = ["HyperTrainer", "TrainerConfig", "InitStepError", "INIT_STEPS"]
 
 logger = get_logger(__name__)
 
-try:  # tyro is only needed by the CLI; the tree itself must import without it.
-    import tyro
+if TYPE_CHECKING:  # the types a checker reads; tyro's Annotated markers only steer the CLI
+    ModelSpecField = ModelSpec | None
+    DataLoaderConfig = DummyDataLoader.Config | HuggingFaceTextDataLoader.Config | PresetPtDataLoader.Config
+else:
+    try:  # tyro is only needed by the CLI; the tree itself must import without it.
+        import tyro
 
-    _Hidden = tyro.conf.Suppress
-except ImportError:  # pragma: no cover - exercised only where tyro is missing
-    tyro = None
-    _Hidden = None
+        _Hidden = tyro.conf.Suppress
+    except ImportError:  # pragma: no cover - exercised only where tyro is missing
+        tyro = None
+        _Hidden = None
 
-# ModelSpec holds callables and a model dataclass that a CLI cannot parse: hidden from tyro.
-ModelSpecField = Annotated[ModelSpec | None, _Hidden] if _Hidden is not None else ModelSpec | None
+    # ModelSpec holds callables and a model dataclass that a CLI cannot parse: hidden from tyro.
+    ModelSpecField = Annotated[ModelSpec | None, _Hidden] if _Hidden is not None else ModelSpec | None
 
-# The loader is chosen by its Config class; on the command line each class is a subcommand
-# (``dataloader:dummy``, ``dataloader:hf_text``, ``dataloader:preset_pt``), dummy by default.
-if tyro is not None:
-    DataLoaderConfig = (
-        Annotated[DummyDataLoader.Config, tyro.conf.subcommand("dummy")]
-        | Annotated[HuggingFaceTextDataLoader.Config, tyro.conf.subcommand("hf_text")]
-        | Annotated[PresetPtDataLoader.Config, tyro.conf.subcommand("preset_pt")]
-    )
-else:  # pragma: no cover - exercised only where tyro is missing
-    DataLoaderConfig = BaseDataLoader.Config
+    # The loader is chosen by its Config class; on the command line each class is a subcommand
+    # (``dataloader:dummy``, ``dataloader:hf_text``, ``dataloader:preset_pt``), dummy by default.
+    if tyro is not None:
+        DataLoaderConfig = (
+            Annotated[DummyDataLoader.Config, tyro.conf.subcommand("dummy")]
+            | Annotated[HuggingFaceTextDataLoader.Config, tyro.conf.subcommand("hf_text")]
+            | Annotated[PresetPtDataLoader.Config, tyro.conf.subcommand("preset_pt")]
+        )
+    else:  # pragma: no cover - exercised only where tyro is missing
+        DataLoaderConfig = BaseDataLoader.Config
 
 # The RFC's 11 initialisation steps, in order (``HyperTrainer.init_steps`` records the ones run).
 INIT_STEPS = (
@@ -438,6 +442,7 @@ class HyperTrainer(Configurable):
     def _resolved_load_path(self, step: int) -> str:
         """The folder ``checkpoint.load()`` read: ``load_path`` itself, or its ``step_<N>`` (a run folder)."""
         path = self.checkpointer.config.load_path
+        assert path is not None, "called only when checkpoint.load_path is set"
         inner = os.path.join(path, f"step_{step}")
         return inner if os.path.isdir(inner) else path
 
