@@ -125,6 +125,7 @@ REGISTRY.golden(
     kind="train_curve",
     tags=("long", "e2e"),
     seed=42,
+    backends=("torch", "mindspore"),
     params={"recipe": "dummy", "steps": CURVE_STEPS},
     producer=long_curve,
 )
