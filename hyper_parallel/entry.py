@@ -41,7 +41,7 @@ def one_line(exc: BaseException) -> str:
 
 def _usage_cause(exc: BaseException) -> BaseException | None:
     """``exc`` itself when it is a usage error; else a usage error it wraps (InitStepError)."""
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, USAGE_ERRORS):
             return seen

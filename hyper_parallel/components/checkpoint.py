@@ -349,7 +349,8 @@ class CheckpointManager(Configurable):
 
     def _model_state_dicts(self) -> list[dict[str, Any]]:
         """One state dict per part (live tensors, loaded in place by DCP); keys must be unique."""
-        parts, seen = [], set()
+        parts: list[dict[str, Any]] = []
+        seen: set[str] = set()
         for index, part in enumerate(self.model_parts):
             state = part.state_dict()
             clash = sorted(seen & state.keys())

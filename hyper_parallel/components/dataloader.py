@@ -275,6 +275,8 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
         format: Literal["hf_datasets", "json_file"] = "hf_datasets"
         """How the rows are read: "hf_datasets" (a ``datasets`` folder or data file) or "json_file"."""
 
+    config: Config
+
     def _build_dataset(self, *, tokenizer: Any, training_steps: int | None, vocab_size: int | None) -> Any:
         from hyper_parallel.data.hf import TokenizedDataset, load_raw_dataset
         from hyper_parallel.data.transforms import build_text_transform, name_data_rows

@@ -165,6 +165,8 @@ class ChunkedCELoss(BaseLoss):
             if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
                 raise ValueError(f"loss.chunks must be an int >= 1, got {self.chunks!r}")
 
+    config: Config
+
     def __call__(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         platform = get_platform()
         cfg = self.config

@@ -79,7 +79,7 @@ def _validate(cfg: OptimizersContainer.Config) -> None:
         or not all(_is_real(b) and 0.0 <= b < 1.0 for b in betas)
     ):
         _fail(cfg, "betas", "a pair of numbers in [0, 1)")
-    cfg.betas = tuple(betas)
+    cfg.betas = (betas[0], betas[1])  # checked above: two numbers
     for name in ("foreach", "fused"):
         if getattr(cfg, name) not in (None, True, False):
             _fail(cfg, name, "True, False or None")

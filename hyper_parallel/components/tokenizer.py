@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
@@ -134,7 +134,8 @@ class HuggingFaceTokenizer(BaseTokenizer):
         return list(self.hf.encode(text, add_special_tokens=add_special_tokens))
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
-        return self.hf.decode(ids, skip_special_tokens=skip_special_tokens)
+        # A list of ids decodes to one string (the ``list[str]`` of the stub is for batches).
+        return cast(str, self.hf.decode(ids, skip_special_tokens=skip_special_tokens))
 
     @property
     def pad_token_id(self) -> int | None:

@@ -76,9 +76,16 @@ def _is_blank(path: Path, probe: int = 1 << 16) -> bool:
 
 
 def load_raw_dataset(
-    data_type: str, train_path: str | os.PathLike, subset: str | None = None, *, streaming: bool = False
+    data_type: str,
+    train_path: str | os.PathLike | None,
+    subset: str | None = None,
+    *,
+    streaming: bool = False,
 ):
-    """Load the "train" split of a local dataset; returns a ``datasets.Dataset``."""
+    """Load the "train" split of a local dataset; returns a ``datasets.Dataset``.
+
+    An unset ``train_path`` (None) is the one-line error of :func:`check_train_path`.
+    """
     import datasets
 
     path = check_train_path(data_type, train_path, streaming=streaming)

@@ -100,10 +100,11 @@ def flatten_preset_batches(batches: Sequence[Any]) -> list[dict[str, torch.Tenso
         for batch in _entry_dicts(entry, index):
             ids, labels = batch["input_ids"], batch["labels"]
             mask = batch.get("attention_mask")
-            keep_mask = isinstance(mask, torch.Tensor) and mask.dim() == 2
+            if not (isinstance(mask, torch.Tensor) and mask.dim() == 2):
+                mask = None  # only a [batch, seq] mask is kept
             for i in range(ids.shape[0]):
                 sample = {"input_ids": ids[i].clone(), "labels": labels[i].clone()}
-                if keep_mask:
+                if mask is not None:
                     sample["attention_mask"] = mask[i].clone()
                 samples.append(sample)
     return samples

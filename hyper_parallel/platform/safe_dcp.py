@@ -19,10 +19,11 @@ import io
 import json
 import os
 import pickle
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.distributed.checkpoint import FileSystemReader
+from torch.distributed.checkpoint.planner import LoadPlanner
 
 __all__ = ["SafeFileSystemReader", "ShardPathError", "UnsafePickleError", "read_metadata"]
 
@@ -178,4 +179,6 @@ class SafeFileSystemReader(FileSystemReader):
         return metadata
 
     def read_data(self, plan: Any, planner: Any) -> Any:
-        return super().read_data(plan, _BytesCheckingPlanner(planner, os.fspath(self.path)))
+        # The wrapper forwards every LoadPlanner method to ``planner`` (duck-typed, not a subclass).
+        checking = cast(LoadPlanner, _BytesCheckingPlanner(planner, os.fspath(self.path)))
+        return super().read_data(plan, checking)

@@ -11,7 +11,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -247,7 +247,7 @@ class TorchPlatform:
         t = self.to_local_cpu(tensor).reshape(-1)
         if t.dtype == torch.bool:
             t = t.view(torch.uint8)
-        return memoryview(t.view(torch.uint8).numpy()).cast("B")
+        return t.view(torch.uint8).numpy().data.cast("B")
 
     def int_view_numpy(self, tensor: torch.Tensor):
         """A numpy array of same-width integers: -0.0/+0.0 and NaN payloads stay distinct."""
@@ -540,7 +540,10 @@ class TorchPlatform:
         """Unsharded, CPU-offloaded state dict (collective: every rank must call it)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        state_dict = get_model_state_dict(
+            model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
+        return cast(dict[str, torch.Tensor], state_dict)  # a model's state dict holds tensors only
 
     def set_full_model_state_dict(self, model, state_dict, *, strict: bool = False):
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
@@ -571,8 +574,8 @@ class TorchPlatform:
             # A 1-rank world of our own: a fresh port every time, and the variables are taken back
             # at destroy, so that a later group or a child process never inherits a port in use.
             os.environ.update(_self_world_env())
-        timeout = {} if timeout_seconds is None else {"timeout": datetime.timedelta(seconds=timeout_seconds)}
-        dist.init_process_group(backend=backend, init_method="env://", **timeout)
+        timeout = None if timeout_seconds is None else datetime.timedelta(seconds=timeout_seconds)
+        dist.init_process_group(backend=backend, init_method="env://", timeout=timeout)
 
     def destroy_process_group(self) -> None:
         if self.is_distributed():

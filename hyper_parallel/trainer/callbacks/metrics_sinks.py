@@ -10,10 +10,15 @@ import dataclasses
 import logging
 import os
 from numbers import Number
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hyper_parallel.checkpointing import check_writable_dir
 from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _rank, _sub_cfg
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from torch.utils.tensorboard import SummaryWriter
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +31,7 @@ def scalar_metrics(record: dict[str, Any] | None) -> dict[str, float]:
     for key, value in record.items():
         if key == "step" or value is None or isinstance(value, bool) or not isinstance(value, Number):
             continue
-        out[f"train/{key}"] = value
+        out[f"train/{key}"] = cast(float, value)  # an int or a float, logged as it is
     return out
 
 
@@ -74,8 +79,8 @@ class TensorBoardCallback(_MetricSink):
     def __init__(self, trainer: Any) -> None:
         super().__init__(trainer)
         self.output_dir = getattr(self.cfg, "output_dir", "tb_traces")
-        self.writer = None
-        self._summary_writer_cls = None
+        self.writer: SummaryWriter | None = None
+        self._summary_writer_cls: type[SummaryWriter] | None = None  # imported only when enabled
         if self.enabled:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -89,6 +94,7 @@ class TensorBoardCallback(_MetricSink):
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self.enabled and _rank() == 0 and self.writer is None:
+            assert self._summary_writer_cls is not None, "imported in __init__ when enabled"
             self.writer = self._summary_writer_cls(log_dir=self.output_dir)
 
     def on_step_end(
@@ -115,8 +121,8 @@ class WandbCallback(_MetricSink):
         super().__init__(trainer)
         self.project = getattr(self.cfg, "project", "hyper-parallel")
         self.run_name = getattr(self.cfg, "run_name", None)
-        self.run = None
-        self._wandb = None
+        self.run: Any = None
+        self._wandb: ModuleType | None = None  # imported only when enabled
         if self.enabled:
             try:
                 import wandb
@@ -131,6 +137,7 @@ class WandbCallback(_MetricSink):
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self.enabled and _rank() == 0 and self.run is None:
+            assert self._wandb is not None, "imported in __init__ when enabled"
             self.run = self._wandb.init(
                 project=self.project, name=self.run_name, config=args_to_dict(self.trainer.args)
             )
@@ -138,13 +145,13 @@ class WandbCallback(_MetricSink):
     def on_step_end(
         self, state: Any, *, loss: float | None = None, grad_norm: float | None = None, **kwargs: Any
     ) -> None:
-        if self.run is None or not self._due(state):
+        if self.run is None or self._wandb is None or not self._due(state):
             return
         metrics = self._metrics()
         if metrics:
             self._wandb.log(metrics, step=state.global_step)
 
     def on_train_end(self, state: Any, **kwargs: Any) -> None:
-        if self.run is not None:
+        if self.run is not None and self._wandb is not None:
             self._wandb.finish()
             self.run = None

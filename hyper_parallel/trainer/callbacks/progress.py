@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, TypeGuard
 
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.platform.quiet import PROGRESS_ENV
@@ -38,7 +38,7 @@ class _TqdmConsoleHandler(logging.Handler):
             self.handleError(record)
 
 
-def _is_console(handler: logging.Handler) -> bool:
+def _is_console(handler: logging.Handler) -> TypeGuard[logging.StreamHandler]:
     return type(handler) is logging.StreamHandler and getattr(handler, "stream", None) in (
         sys.stderr,
         sys.stdout,
