@@ -172,7 +172,7 @@ def tensor_stats(bits: np.ndarray | None, dtype: str) -> dict[str, Any] | None:
     return {"sum": sum(ints), "abs_sum": sum(abs(v) for v in ints), "min": min(ints), "max": max(ints)}
 
 
-def float_leaf(value: float, dtype: str = "float64") -> FloatLeaf:
+def float_leaf(value: float | np.floating, dtype: str = "float64") -> FloatLeaf:
     """A float leaf; ``dtype`` is the dtype the value was computed in (it must hold the value exactly)."""
     if isinstance(value, np.floating) and dtype == "float64":
         dtype = np.dtype(type(value)).name
@@ -256,9 +256,9 @@ def param_groups(
     ``named_parameters`` maps the parameter objects to FQNs (``model.named_parameters()``; a tied
     parameter keeps its first name). A group may also list FQN strings directly.
     """
-    fqn_by_id = {}
-    for fqn, param in named_parameters:
-        fqn_by_id.setdefault(id(param), fqn)  # id() is only a lookup key here; FQNs are stored
+    fqn_by_id: dict[int, str] = {}
+    for name, param in named_parameters:
+        fqn_by_id.setdefault(id(param), name)  # id() is only a lookup key here; FQNs are stored
     out = []
     for gi, group in enumerate(groups):
         if "params" not in group:

@@ -894,13 +894,13 @@ def _summary_table(console: Console, title: str, outcomes: list[Outcome], backen
     for case_id, by_backend in rows.items():
         cells: list[Any] = [case_id, tiers[case_id]]
         for backend in backends:
-            outcome = by_backend.get(backend)
-            if outcome is None:
+            cell = by_backend.get(backend)
+            if cell is None:
                 cells.append(Text("-", style="dim"))
                 continue
-            label = _LABEL.get(outcome.status, outcome.status)
-            timing = f" {outcome.seconds:.2f}s" if outcome.status != "skip" else ""
-            cells.append(Text(label + timing, style=_STYLE.get(outcome.status, "")))
+            label = _LABEL.get(cell.status, cell.status)
+            timing = f" {cell.seconds:.2f}s" if cell.status != "skip" else ""
+            cells.append(Text(label + timing, style=_STYLE.get(cell.status, "")))
         table.add_row(*cells)
     console.print(table)
     # One line per reason: 33 MindSpore goldens skipped for one missing package are one fact.

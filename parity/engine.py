@@ -155,6 +155,12 @@ class Engine:
         if self.commands is None:
             self.commands = CliCommands(self.registry.source, self.golden_root)
 
+    @property
+    def _commands(self) -> Commands:
+        """``commands``, which ``__post_init__`` fills in when none is given."""
+        assert self.commands is not None, "set by __post_init__"
+        return self.commands
+
     # ------------------------------------------------------------------ public
     def platform(self) -> Any:
         if self._platform is None:
@@ -201,10 +207,13 @@ class Engine:
     def localise(self, case: Case) -> dict[str, Any]:
         """``case.localise(**params)`` as a JSON-able dict with ``line`` and ``evidence``; a
         localiser that raises gives a ``status: error`` result instead (the failure stays the news)."""
-        if case.localise is None:
+        localiser = case.localise
+        if localiser is None:
             raise ValueError(f"case {case.id} has no localiser")
+        # Case.__post_init__ turns a "module:function" string into a callable.
+        assert not isinstance(localiser, str), "Case.__post_init__ wraps a localiser string"
         try:
-            result = case.localise(**case.param_dict)
+            result = localiser(**case.param_dict)
             data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
             if not isinstance(data.get("line"), str):
                 raise TypeError(f"the localiser returned no 'line' string: {sorted(data)}")
@@ -293,7 +302,7 @@ class Engine:
         test = given(**case.strategy_dict)(check_example)
         test = settings(parent, report_multiple_bugs=False, print_blob=True)(test)
         # Without this, every case would share one example database key (one inner function).
-        test._hypothesis_internal_database_key = hashlib.sha384(
+        test._hypothesis_internal_database_key = hashlib.sha384(  # type: ignore[attr-defined]  # hypothesis reads it
             f"parity:{case.id}:{backend}".encode()
         ).digest()
         if blob:
@@ -330,7 +339,7 @@ class Engine:
     def _check_golden(self, case: Case, backend: str) -> Outcome:
         path, actual_tree, text = self._produce_golden_tree(case, backend)
         key = self.platform_key()
-        regenerate = self.commands.update(case, backend)
+        regenerate = self._commands.update(case, backend)
         current = fingerprint(backend, self.platform())
         checked, missing = path, None
         try:
@@ -349,6 +358,7 @@ class Engine:
             missing = f"no golden for this environment ({path}); compared with {checked} instead"
         except golden.GoldenError as exc:
             return self._golden_error(case, backend, path, text, str(exc))
+        assert stored is not None, "each path above loads a golden or returns"
         try:
             expected_case = canonical.from_json(stored["case"], f"{checked}:case")
             expected = canonical.from_json(stored["artifacts"], f"{checked}:artifacts")
@@ -361,7 +371,7 @@ class Engine:
             recorded_profile = stored["fingerprint"].get("cpu_profile")
             rerun = None
             if recorded_profile in numerics.PROFILES and recorded_profile != current.get("cpu_profile"):
-                rerun = self.commands.run(case, backend, profile=recorded_profile)
+                rerun = self._commands.run(case, backend, profile=recorded_profile)
             environment = golden.environment_line(
                 checked,
                 mismatches or [("platform", checked.parent.name, key)],
@@ -414,7 +424,7 @@ class Engine:
             tier=case.tier,
             backend=backend,
             platform=key,
-            reproduce=self.commands.run(case, backend, blob),
+            reproduce=self._commands.run(case, backend, blob),
             differences=differences,
             error=error,
             hypothesis=hypothesis,

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEBUG_YAML = REPO_ROOT / "examples" / "debug" / "train.yaml"
@@ -94,18 +95,10 @@ def simulated_rank(rank: int) -> Iterator[None]:
     """Make the platform report global ``rank`` (the legacy dataloader step reads it)."""
     from hyper_parallel.platform import get_platform
 
-    platform = get_platform()
-    had_own = "get_rank" in vars(platform)
-    original = vars(platform).get("get_rank")
-    platform.get_rank = lambda group=None: rank
-    try:
+    # mock.patch.object leaves no instance attribute behind (one would shadow later class-level
+    # patches of get_rank): it restores an own attribute and deletes one it added.
+    with mock.patch.object(get_platform(), "get_rank", lambda group=None: rank):
         yield
-    finally:
-        # Leave no instance attribute behind: it would shadow later class-level patches of get_rank.
-        if had_own:
-            platform.get_rank = original
-        else:
-            del platform.get_rank
 
 
 def debug_model(seed: int = 0, **config_overrides: Any) -> Any:

@@ -121,11 +121,11 @@ class ParityReport:
         }
 
     def to_text(self) -> str:
-        sides = "legacy vs new" if self.tier == "A" else "golden vs produced"
+        compared = "legacy vs new" if self.tier == "A" else "golden vs produced"
         lines = [self.environment] if self.environment else []
         lines += [
             f"PARITY FAIL  case={self.case_id}  backend={self.backend}  platform={self.platform}  "
-            f"tier={self.tier} ({sides})"
+            f"tier={self.tier} ({compared})"
         ]
         if self.error:
             lines.append(f"  {self.error}")
@@ -241,7 +241,7 @@ def load_reports(report_dir: Path) -> list[tuple[Path, dict[str, Any] | None, st
     """Every case report (``<backend>/<platform>/*.json``, at any depth below ``report_dir``; files
     directly in ``report_dir``, such as ``last_run.json`` or ``selfcheck.json``, are not case
     reports): (path, data or None, error or None), sorted."""
-    out = []
+    out: list[tuple[Path, dict[str, Any] | None, str | None]] = []
     root = Path(report_dir)
     if not root.is_dir():
         return out

@@ -21,7 +21,11 @@ import numpy as np
 # Width in bytes of each float dtype name the platform reports, and the numpy float dtype that
 # reads the same bits (bfloat16 has none: it is widened to float32 by a 16-bit shift).
 FLOAT_WIDTH = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-_NUMPY_FLOAT = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_NUMPY_FLOAT: dict[str, type[np.floating]] = {
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+}
 _INT_OF = {"float16": np.int16, "float32": np.int32}
 
 

@@ -177,7 +177,7 @@ class BaseDataLoader(Configurable):
         )
         # The global batch divides (checked above), so this is the exact number of micro batches.
         self.grad_accum = max(self.global_batch_size // (self.local_batch_size * self.dp_world_size), 1)
-        logger.info_rank0(  # type: ignore[attr-defined]
+        logger.info_rank0(
             "%s: micro batch size %d, grad_accum %d, dataset length %d, dp rank %d of %d",
             name,
             self.local_batch_size,
@@ -251,7 +251,7 @@ class DummyDataLoader(BaseDataLoader):
             )
         vocab = DEFAULT_VOCAB_SIZE if vocab_size is None else int(vocab_size)
         num_samples = int(training_steps) * self.global_batch_size
-        logger.info_rank0(  # type: ignore[attr-defined]
+        logger.info_rank0(
             "dummy dataloader: %d samples, seq_len=%d, vocab=%d", num_samples, self.seq_len, vocab
         )
         return DummyDataset(num_samples, self.seq_len, vocab, base_seed=_DUMMY_BASE_SEED)
@@ -320,7 +320,7 @@ class HuggingFaceTextDataLoader(BaseDataLoader):
                 "training steps would be 0; expected at least one full global batch"
             )
         self.training_steps = steps
-        logger.info_rank0(  # type: ignore[attr-defined]
+        logger.info_rank0(
             "%s dataloader %s: %d samples, training_steps=%d", cfg.format, cfg.train_path, len(dataset), steps
         )
         return dataset
@@ -349,10 +349,10 @@ class PresetPtDataLoader(BaseDataLoader):
         if training_steps:
             self.training_steps = int(training_steps)
         if cfg.shuffle:
-            logger.warning_rank0(  # type: ignore[attr-defined]
+            logger.warning_rank0(
                 "preset_pt with shuffle=True does not replay the batches in order; set shuffle=False"
             )
-        logger.info_rank0("preset_pt dataloader %s: %d samples", cfg.train_path, len(dataset))  # type: ignore[attr-defined]
+        logger.info_rank0("preset_pt dataloader %s: %d samples", cfg.train_path, len(dataset))
         return dataset
 
 

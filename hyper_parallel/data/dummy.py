@@ -54,7 +54,7 @@ def build_dummy_dataset(trainer: Any) -> DummyDataset:
     global_batch_size = getattr(train, "global_batch_size", 8)
     seq_len = getattr(data, "max_seq_len", 2048)
     num_samples = int(max_steps) * int(global_batch_size)
-    logger.info_rank0(  # type: ignore[attr-defined]
+    logger.info_rank0(
         "dummy dataset: %d samples (max_steps=%d x global_batch_size=%d), seq_len=%d, vocab=%d",
         num_samples,
         max_steps,

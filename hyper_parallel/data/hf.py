@@ -186,7 +186,7 @@ def build_hf_dataset(trainer: Any) -> TokenizedDataset:
             "expected at least one full global batch"
         )
     trainer.state.max_steps = max_steps
-    logger.info_rank0(  # type: ignore[attr-defined]
+    logger.info_rank0(
         "%s dataset %s: %d samples, max_steps=%d", data_type, train_path, len(dataset), max_steps
     )
     return dataset

@@ -143,8 +143,8 @@ def build_preset_dataset(trainer: Any) -> PresetDataset:
     if max_steps:
         trainer.state.max_steps = int(max_steps)
     if getattr(data, "shuffle", True):
-        logger.warning_rank0(  # type: ignore[attr-defined]
+        logger.warning_rank0(
             "preset_pt with data.shuffle=true does not replay the batches in order; set data.shuffle: false"
         )
-    logger.info_rank0("preset_pt dataset %s: %d samples", train_path, len(dataset))  # type: ignore[attr-defined]
+    logger.info_rank0("preset_pt dataset %s: %d samples", train_path, len(dataset))
     return dataset

@@ -79,9 +79,8 @@ def _legacy_side(
     trainer.args = args
     trainer.state = TrainerState(max_steps=args.train.max_steps)
     trainer.parallel_dims = ParallelDims.from_config(args.train.accelerator, world_size=world_size)
-    trainer.model = SimpleNamespace(
-        config=SimpleNamespace(vocab_size=_VOCAB if data_type == "dummy" else 512)
-    )
+    stub = SimpleNamespace(config=SimpleNamespace(vocab_size=_VOCAB if data_type == "dummy" else 512))
+    trainer.model = stub  # type: ignore[assignment]  # a stand-in: the data steps read model.config only
     wrapper = LLMTrainer.__new__(LLMTrainer)
     wrapper.args, wrapper.base = args, trainer
     wrapper._build_model_assets()

@@ -349,7 +349,8 @@ def legacy_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB, *
     args = _legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}", *overrides)
     base = BaseTrainer.__new__(BaseTrainer)
     base.args = args
-    base.model = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab_size)) if vocab_size else None
+    stub = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab_size)) if vocab_size else None
+    base.model = stub  # type: ignore[assignment]  # a stand-in: the tokenizer step reads model.config only
     base.tokenizer = base.processor = None
     wrapper = LLMTrainer.__new__(LLMTrainer)
     wrapper.args, wrapper.base = args, base
@@ -486,7 +487,9 @@ def new_vocab_refusal(*, vocab_size: int):
     )
     trainer = HyperTrainer.__new__(HyperTrainer)
     trainer.config = legacy_to_trainer_config(args)
-    trainer.spec = trainer.config.model_spec
+    spec = trainer.config.model_spec
+    assert spec is not None, "legacy_to_trainer_config sets the model spec"
+    trainer.spec = spec
     return _refusal(trainer._init_tokenizer)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 from parity import canonical
 from parity.cases import REGISTRY
@@ -126,15 +127,13 @@ class FixedClock:
         from hyper_parallel.platform import get_platform
         from hyper_parallel.trainer.callbacks import logging as legacy_logging
 
-        platform = get_platform()
-        saved_module = legacy_logging.time
-        legacy_logging.time = self  # the legacy callback calls time.time()
-        platform.wall_time = self.time  # instance attribute shadows TorchPlatform.wall_time
-        try:
+        # The legacy callback calls time.time(); the new path reads the platform's wall_time
+        # (an instance attribute that shadows the class's, deleted on exit).
+        with (
+            mock.patch.object(legacy_logging, "time", self),
+            mock.patch.object(get_platform(), "wall_time", self.time),
+        ):
             yield self
-        finally:
-            legacy_logging.time = saved_module
-            del platform.wall_time
 
 
 class _LineCollector(logging.Handler):
@@ -206,6 +205,7 @@ def run_legacy(setup: Setup) -> RunOutput:
                 logging_cb.on_step_end(state, loss=row["loss"], grad_norm=row["grad_norm"])
             for cb in (wandb_cb, tb_cb):  # generic on_step_end order after logging
                 cb.on_step_end(state, loss=row["loss"], grad_norm=row["grad_norm"])
+            assert logging_cb.last_record is not None, "on_step_end builds the record"
             out.records.append(dict(logging_cb.last_record))
         for cb in (tb_cb, wandb_cb):  # on_train_end order
             cb.on_train_end(state)
@@ -327,7 +327,7 @@ def read_wandb_offline_run(path: str | Path) -> dict[str, Any]:
     run: dict[str, Any] = {}
     history: list[dict[str, Any]] = []
     for payload in _wandb_records(path):
-        record = pb.Record()
+        record = pb.Record()  # type: ignore[attr-defined]  # re-exported by a protobuf-version star import
         record.ParseFromString(payload)
         kind = record.WhichOneof("record_type")
         if kind == "run":
@@ -429,7 +429,7 @@ def fake_wandb() -> Iterator[FakeWandb]:
     from unittest import mock
 
     fake = FakeWandb()
-    with mock.patch.dict(sys.modules, {"wandb": fake}):  # type: ignore[dict-item]
+    with mock.patch.dict(sys.modules, {"wandb": fake}):
         yield fake
 
 

@@ -30,13 +30,17 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 from parity import assets, canonical
 from parity.cases import REGISTRY
 from parity.legacy_driver import REPO_ROOT, legacy_args
 from parity.ranks import fork_ranks
 from parity.suites.legacy_trainer import _read_checkpoint, _Recorder
+
+if TYPE_CHECKING:
+    from hyper_parallel.trainer.base import BaseTrainer
 
 _DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
 # Grad norms are read with .item() from a float32 tensor: their ULPs count in float32 (the
@@ -331,22 +335,18 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         trainer = LLMTrainer(args)
         base = trainer.base
         groups = _param_groups_snapshot(base.optimizer.param_groups)
-        recorder = _Recorder()
-        lrs: list[float] = []
+        recorder = _LrRecorder(base)
         batches: list[list] = []
-        recorder.on_step_end = _also(
-            recorder.on_step_end, lambda: lrs.append(base.lr_scheduler.get_last_lr()[0])
-        )
         trainer.add_callback(recorder)
         step_fn = base.train_step
-        base.train_step = lambda it: step_fn(_Tap(it, batches))
-        trainer.train()
+        with mock.patch.object(base, "train_step", lambda it: step_fn(_Tap(it, batches))):
+            trainer.train()
         return _artifacts(
             base.model,
             groups,
             recorder.losses,
             recorder.grad_norms,
-            lrs,
+            recorder.lrs,
             batches,
             base.state.log_history,
             Path(tmp, "ckpt"),
@@ -368,7 +368,10 @@ def run_new(
             config = config_of((*_side_dirs(tmp), *overrides))
         trainer: HyperTrainer = config.build()
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
-        losses, grad_norms, lrs, batches = [], [], [], []
+        losses: list[float] = []
+        grad_norms: list[float] = []
+        lrs: list[float] = []
+        batches: list[list] = []
         step_fn = trainer.train_step
 
         def recording_step(it):
@@ -378,8 +381,8 @@ def run_new(
             lrs.append(trainer.lr_scheduler.get_last_lr()[0])
             return out
 
-        trainer.train_step = recording_step
-        trainer.train()
+        with mock.patch.object(trainer, "train_step", recording_step):
+            trainer.train()
         return _artifacts(
             trainer.model,
             groups,
@@ -392,12 +395,19 @@ def run_new(
         )
 
 
-def _also(first, second):
-    def both(*args, **kwargs):
-        first(*args, **kwargs)
-        second()
+class _LrRecorder(_Recorder):
+    """A ``_Recorder`` that also keeps the legacy trainer's learning rate after each step."""
 
-    return both
+    def __init__(self, base: BaseTrainer) -> None:
+        super().__init__()
+        self.base = base
+        self.lrs: list[float] = []
+
+    def on_step_end(self, state, *, loss=None, grad_norm=None) -> None:
+        super().on_step_end(state, loss=loss, grad_norm=grad_norm)
+        scheduler = self.base.lr_scheduler
+        assert scheduler is not None, "the legacy trainer builds a scheduler"
+        self.lrs.append(float(scheduler.get_last_lr()[0]))
 
 
 class _workdir:

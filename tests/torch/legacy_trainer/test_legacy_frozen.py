@@ -81,7 +81,7 @@ def test_legacy_builders_and_llm_trainer_are_unchanged() -> None:
             "total = self.state.max_steps",
             "total = self.args.train.max_steps",
         ),
-        ("BaseTrainer._build_optimizer", "foreach=None", "foreach=False"),
+        ("BaseTrainer._build_optimizer", "eps=eps, foreach=None", "eps=eps, foreach=False"),
         ("BaseTrainer._build_dataloader", 'shuffle=_get(data, "shuffle", True)', "shuffle=True"),
     ],
 )
