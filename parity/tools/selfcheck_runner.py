@@ -54,7 +54,6 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.tools.plants import PLANTS, Plant, PlantError, select
-from parity.tools.plants_blind import BLIND_PLANTS
 
 __all__ = [
     "OUTCOMES",
@@ -703,10 +702,7 @@ def _print_catalogue(console: Console, plants: Sequence[Plant]) -> None:
 def main(args: argparse.Namespace, console: Console) -> int:
     """Run ``python -m parity selfcheck`` from parsed arguments; returns the exit status."""
     try:
-        # Named plants may also come from the blind set (those not merged into PLANTS yet).
-        known = {p.name for p in PLANTS}
-        blind = tuple(p for p in BLIND_PLANTS if p.name not in known)
-        plants = select(args.plants, PLANTS + blind if args.plants else PLANTS)
+        plants = select(args.plants, PLANTS)
     except KeyError as exc:
         console.print(f"[bold red]error:[/] {exc.args[0]}", highlight=False)
         return 2
