@@ -1726,7 +1726,7 @@ PLANTS: tuple[Plant, ...] = (
         "args.model.tokenizer_path or args.model.weights_path",
         "args.model.weights_path or args.model.tokenizer_path",
         "the tokenizer is read from weights_path when both paths are set",
-        needs="not measured in the blind run (cut by the deadline); expected to need a mapping case with both model.tokenizer_path and model.weights_path set to different folders",
+        needs="timed out (601 s) in the blind run on a loaded box, outcome unknown; expected to need a mapping case with both model.tokenizer_path and model.weights_path set to different folders",
         function="legacy_to_trainer_config",
     ),
     _plant(
@@ -1737,7 +1737,7 @@ PLANTS: tuple[Plant, ...] = (
         "key = key.repeat_interleave(groups, dim=1)",
         "key = key.repeat(1, groups, 1, 1)",
         "GQA keys are tiled instead of interleaved (query heads meet the wrong key head)",
-        needs="not measured in the blind run (cut by the deadline); expected to need a model forward golden with num_key_value_heads < num_attention_heads",
+        needs="caught in the blind run by component_checkpoint_manager, component_loss x2, +11 more (14 cases)",
         function="Qwen3_5Attention.forward",
     ),
     _plant(

@@ -5,7 +5,7 @@ the existing plants' ``needs``, to measure how the harness generalises to slips 
 described, then run once each against the full suite (``python -m parity selfcheck --jobs 2
 --plant <name> ...``, baseline green in 193 s, on 2 shared cores) and added to ``PLANTS`` in
 ``parity/tools/plants.py`` (names ``blind_*``), where ``needs`` says what caught each one, or
-what case a survivor needs. Measured before the deadline cut the run (9 of 30)::
+what case a survivor needs. Measured before the deadline cut the run (11 of 30)::
 
     caught    blind_ht_rank_average_micro_threshold (8: explore_cover x8; 355s)
     caught    blind_map_lr_min_to_lr_max (42: trainer_e2e x20, hyper_trainer_curve x4, +7 more; 398s)
@@ -16,6 +16,8 @@ what case a survivor needs. Measured before the deadline cut the run (9 of 30)::
     caught    blind_shared_alpaca_newline_without_input (4: dataloader_pad_golden, transform_grid_golden x2, +1 more; 496s)
     inert-ok  blind_inert_chunked_ce_floor_chunk_size (-; 496s)
     survived  blind_ht_epoch_break_strict (-; 485s)
+    error     blind_map_tokenizer_prefers_weights_path (timed out at 601s)
+    caught    blind_shared_gqa_key_tiled (14: component_checkpoint_manager, component_loss x2, +7 more; 392s)
 """
 
 from __future__ import annotations
