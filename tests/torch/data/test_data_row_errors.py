@@ -74,12 +74,12 @@ def test_legacy_trainer_names_file_row_and_key(case, tmp_path):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_new_dataloader_names_file_row_and_key(case, tmp_path):
-    from hyper_parallel.components.dataloader import BaseDataLoader
+    from hyper_parallel.components.dataloader import HuggingFaceTextDataLoader
     from parity.suites.components_dataloader import local_tokenizer
 
     rows, row, match = CASES[case]
     path = _jsonl(tmp_path, rows)
-    config = BaseDataLoader.Config(type="json_file", train_path=str(path))
+    config = HuggingFaceTextDataLoader.Config(format="json_file", train_path=str(path))
     with pytest.raises(ValueError, match=rf"data\.train_path='{path}' row {row}: {match}"):
         config.build(
             seq_len=16,

@@ -511,7 +511,7 @@ ROWS: list[Row] = [
         "train",
         lambda tmp: (f"--train.checkpoint.load_path={(tmp / 'empty').mkdir() or tmp / 'empty'}",),
         CheckpointCorruptError,
-        r"empty/manifest\.json is missing: checkpoint folder .*empty is incomplete",
+        r"empty/manifest\.json is missing: checkpoint folder .*empty cannot be verified",
     ),
     Row(
         "load-path-run-folder-without-complete-step",
@@ -758,8 +758,9 @@ def test_a_failed_save_is_one_line_with_status_1(capsys):
     assert run_main("train_lm.py", failing) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "train_lm.py: error: checkpoint save to /out/step_4 failed at step 4: OSError: [Errno 28] No space "
-        "left on device; the run stops so that no later step trains without a checkpoint"
+        "train_lm.py: error: checkpoint save to /out/step_4 failed at step 4: no space left on device "
+        "(OSError: [Errno 28] No space left on device); the run stops so that no later step trains without "
+        "a checkpoint"
     ]
 
 
