@@ -260,16 +260,16 @@ def test_readable_but_mismatched_state_only_warns_like_legacy(saved, tmp_path, c
 
 
 def test_load_path_must_be_an_existing_directory(tmp_path):
-    mgr = CheckpointManager.Config(load_path=str(tmp_path / "missing")).build(
-        model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
-    )
+    mgr = CheckpointManager.Config(
+        output_dir=str(tmp_path / "out"), load_path=str(tmp_path / "missing")
+    ).build(model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None)
     with pytest.raises(ValueError, match=r"checkpoint\.load_path"):
         mgr.load()
     a_file = tmp_path / "file.pt"
     a_file.write_bytes(b"x")
     with pytest.raises(ValueError, match=r"checkpoint\.load_path"):
         mgr.load(str(a_file))
-    nothing = CheckpointManager.Config().build(
+    nothing = CheckpointManager.Config(output_dir=str(tmp_path / "out")).build(
         model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
     )
     assert nothing.load() == (0, 0)
@@ -448,7 +448,7 @@ def test_export_without_adapter_matches_legacy(saved, tmp_path):
     from hyper_parallel.trainer.callbacks import export_hf_checkpoint
 
     export_hf_checkpoint(saved.state.model, None, str(tmp_path / "legacy"))
-    mgr = CheckpointManager.Config().build(
+    mgr = CheckpointManager.Config(output_dir=str(tmp_path / "out")).build(
         model_parts=[saved.state.model], optimizers=None, lr_schedulers=None, dataloader=None
     )
     assert mgr.export_hf(str(tmp_path / "manager")) == str(tmp_path / "manager")
@@ -500,7 +500,7 @@ def test_load_weights_matches_legacy_dispatch(saved, tmp_path, source):
 
 
 def test_load_weights_errors_match_legacy(tmp_path):
-    mgr = CheckpointManager.Config().build(
+    mgr = CheckpointManager.Config(output_dir=str(tmp_path / "out")).build(
         model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
     )
     missing = tmp_path / "nope"
@@ -526,7 +526,7 @@ def test_load_weights_errors_match_legacy(tmp_path):
 
 
 # --------------------------------------------------------------------------- config and parts
-def test_config_fields_and_validation():
+def test_config_fields_and_validation(tmp_path):
     assert CheckpointManager.Config().to_dict() == {
         "output_dir": "outputs",
         "save_steps": 500,
@@ -551,13 +551,13 @@ def test_config_fields_and_validation():
     with pytest.raises(ValueError, match=r"checkpoint\.output_dir"):
         CheckpointManager.Config(output_dir="")
     with pytest.raises(TypeError, match="model_parts"):
-        CheckpointManager.Config().build(
+        CheckpointManager.Config(output_dir=str(tmp_path / "out")).build(
             model_parts=torch.nn.Linear(2, 2), optimizers=None, lr_schedulers=None, dataloader=None
         )
 
 
-def test_manager_state_dict_round_trip():
-    mgr = CheckpointManager.Config().build(
+def test_manager_state_dict_round_trip(tmp_path):
+    mgr = CheckpointManager.Config(output_dir=str(tmp_path / "out")).build(
         model_parts=[torch.nn.Linear(2, 2)], optimizers=None, lr_schedulers=None, dataloader=None
     )
     mgr.load_state_dict({"last_saved_step": 40, "last_exported_step": 30})
