@@ -48,6 +48,7 @@ class ExistingCheckpointsError(ValueError):
 
 
 # realpath of the folder -> [fd, how many takers of this process hold it]
+# run folder -> [lock file descriptor, holds, whether acquiring created the folder]
 _held: dict[str, list[int]] = {}
 _held_lock = threading.Lock()
 
@@ -72,6 +73,7 @@ def acquire_run_folder(output_dir: str, *, field: str) -> str:
 
     ``RunFolderLockedError`` (one line naming the holder) when another process holds it.
     """
+    created = not os.path.isdir(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     key = os.path.realpath(output_dir)
     path = os.path.join(key, LOCK_FILE)
@@ -116,7 +118,7 @@ def acquire_run_folder(output_dir: str, *, field: str) -> str:
         os.write(fd, (json.dumps(info) + "\n").encode())
         with contextlib.suppress(OSError):
             os.fsync(fd)
-        _held[key] = [fd, 1]
+        _held[key] = [fd, 1, int(created)]
     return key
 
 
@@ -132,14 +134,17 @@ def release_run_folder(key: str | None) -> None:
         if entry[1] > 0:
             return
         del _held[key]
-        _unlock(key, entry[0])
+        _unlock(key, entry[0], created=bool(entry[2]))
 
 
-def _unlock(key: str, fd: int) -> None:
+def _unlock(key: str, fd: int, *, created: bool = False) -> None:
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(key, LOCK_FILE))
     with contextlib.suppress(OSError):
         os.close(fd)
+    if created:  # a folder the lock made and nothing else used is not left behind
+        with contextlib.suppress(OSError):
+            os.rmdir(key)
 
 
 def check_no_finished_checkpoints(output_dir: str, *, field: str, overwrite_field: str) -> None:
@@ -166,8 +171,8 @@ def check_no_finished_checkpoints(output_dir: str, *, field: str, overwrite_fiel
 @atexit.register
 def _release_all() -> None:
     with _held_lock:
-        for key, (fd, _count) in list(_held.items()):
-            _unlock(key, fd)
+        for key, (fd, _count, created) in list(_held.items()):
+            _unlock(key, fd, created=bool(created))
         _held.clear()
 
 
@@ -175,7 +180,7 @@ def _forget_in_child() -> None:
     """A forked child shares its parent's lock; it neither holds nor releases it."""
     global _held_lock
     _held_lock = threading.Lock()
-    for fd, _count in _held.values():
+    for fd, _count, _created in _held.values():
         with contextlib.suppress(OSError):
             os.close(fd)
     _held.clear()

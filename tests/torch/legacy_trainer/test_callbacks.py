@@ -190,7 +190,8 @@ def test_base_callback_hooks_are_noops():
     cb.on_evaluate(state, metrics=None)
 
 
-def test_callbacks_use_code_defaults_without_any_section():
+def test_callbacks_use_code_defaults_without_any_section(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default output_dir is relative: its run-folder lock lands here
     trainer = FakeTrainer(ns(model=ns(name="tiny"), train=ns(), data=ns()))
     assert LoggingCallback(trainer).log_steps == 10
     ck = CheckpointCallback(trainer)
@@ -658,7 +659,9 @@ def test_resume_warns_on_readable_but_unfitting_artifact_and_continues(tmp_path,
     os.remove(step_dir / "manifest.json")  # the pre-manifest policy: the edited file is read
     # A readable file whose content does not fit the optimizer: load_state_dict raises ValueError.
     torch.save({"state": {}, "param_groups": []}, step_dir / "optimizer_rank0.pt")
-    res = _ckpt_trainer(_ckpt_args(tmp_path, load_path=str(step_dir), save_steps=0), seed=7)
+    res = _ckpt_trainer(
+        _ckpt_args(tmp_path, load_path=str(step_dir), save_steps=0, allow_unverified=True), seed=7
+    )
     with caplog.at_level(logging.WARNING):
         res.dispatch("on_train_begin")
     assert any("optimizer_rank0.pt" in r.getMessage() for r in caplog.records)

@@ -44,10 +44,11 @@ PROFILE = ("--profiler.enabled", "true", "--training.steps", "6")
 LONG = ("--training.steps", "8")  # LR schedules differ past the first steps
 MP = ("--training.enable_mixed_precision", "true")
 # Preset batches keep the step horizon: 4 steps over 2 batches need a second epoch.
+# The --training flags come before the subcommand, beside BASE's: tyro refuses one flag at two levels.
 PRESET = (
-    "dataloader:preset_pt", "--dataloader.train_path", "@preset", "--dataloader.shuffle", "false",
     "--training.steps", "6", "--training.global_batch_size", "2", "--training.local_batch_size", "2",
     "--training.seq_len", "8",
+    "dataloader:preset_pt", "--dataloader.train_path", "@preset", "--dataloader.shuffle", "false",
 )  # fmt: skip
 
 # flag -> (value tokens, context flags applied on both sides). The context makes the flag matter
@@ -149,6 +150,12 @@ ELSEWHERE = {
     "--dataloader.pin_memory": "pins host memory for a host-to-device copy: there is none on CPU",
     "--parallelism.data_parallel_shard_degree": "-1 and 1 are the same on one rank",
     "--tokenizer.trust_remote_code": "applies to tokenizers that ship their own code; the shipped one does not",
+    # Resume and run-folder guards: each needs a second run or a prepared folder, and each has its own
+    # tests in tests/torch/ut/components/test_checkpoint_one_writer.py (both trainers).
+    "--checkpoint.allow_partial_weights": "initial weights that miss a parameter load only with it",
+    "--checkpoint.allow_unverified": "a folder without a manifest resumes only with it",
+    "--checkpoint.overwrite": "a run into a folder with finished checkpoints starts only with it",
+    "--checkpoint.resume_config_changes": "a resume whose settings differ runs only with 'apply'",
 }
 # A label, not a switch: the legacy train.logging.report_to is informational (the sinks are switched
 # by metrics.tensorboard.enabled / metrics.wandb.enabled), and the YAML path must keep it so.
