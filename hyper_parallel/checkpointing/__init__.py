@@ -51,6 +51,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 __all__ = [
+    "atomic_write",
+    "atomic_write_json",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT",
     "PARTIAL_PREFIX",
@@ -376,6 +378,42 @@ def file_written(path: str) -> None:
             if target.startswith(folder + os.sep):
                 hasher.add(target)
                 return
+
+
+def atomic_write(path: str, writer: Callable[[str], None]) -> None:
+    """Run ``writer(tmp_path)`` on a temporary file next to ``path``, then ``os.replace`` it.
+
+    Both trainers write every checkpoint file through this. The temporary name is hidden and
+    unique per process, so concurrent ranks never collide and a crash leaves at most a
+    ``.<name>.*.tmp`` file, never a half-written ``path``.
+    """
+    directory, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    fault_point(f"before:{name}")
+    try:
+        writer(tmp)
+        fsync_path(tmp)
+        fault_point(f"written:{name}")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if not in_staged_folder(directory):  # a staged folder is fsynced once, at its commit
+        fsync_path(directory)
+    file_written(path)
+    fault_point(f"after:{name}")
+
+
+def atomic_write_json(obj: Any, path: str) -> None:
+    """``obj`` as indented JSON with a trailing newline, written by :func:`atomic_write`."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2)
+            fh.write("\n")
+
+    atomic_write(path, write)
 
 
 def dcp_files_written(folder: str) -> None:

@@ -34,10 +34,8 @@ about.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,15 +49,14 @@ from hyper_parallel.checkpointing import (
     UnsafeCheckpointError,
     WeightsLoadError,
     acquire_run_folder,
+    atomic_write,
+    atomic_write_json,
     check_no_finished_checkpoints,
     check_weights_fit,
     check_writable_dir,
     dcp_files_written,
     discard_partial,
     fault_point,
-    file_written,
-    fsync_path,
-    in_staged_folder,
     load_error,
     partial_step_dir,
     prepare_partial_dir,
@@ -125,38 +122,9 @@ def dataloader_file(rank: int) -> str:
 
 
 # --------------------------------------------------------------------------- file helpers
-def _write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """``write(tmp)`` to a hidden per-process temp name beside ``path``, then ``os.replace`` it."""
-    folder, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fault_point(f"before:{name}")
-    try:
-        write(tmp)
-        fsync_path(tmp)
-        fault_point(f"written:{name}")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if not in_staged_folder(folder):  # a staged folder is fsynced once, at its commit
-        fsync_path(folder)
-    file_written(path)
-    fault_point(f"after:{name}")
-
-
-def _write_json(obj: Any, path: str) -> None:
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
-            fh.write("\n")
-
-    _write_atomically(path, write)
-
-
 def _save_object(obj: Any, path: str) -> None:
     platform = get_platform()
-    _write_atomically(path, lambda tmp: platform.save(obj, tmp))
+    atomic_write(path, lambda tmp: platform.save(obj, tmp))
 
 
 def _read_object(path: str) -> Any:
@@ -477,7 +445,7 @@ class CheckpointManager(Configurable):
         if rank == 0 and self.lr_schedulers is not None:
             _save_object(self.lr_schedulers.state_dict(), os.path.join(ckpt_dir, SCHEDULER_FILE))
         if rank == 0:
-            _write_json({"global_step": step, "epoch": epoch}, os.path.join(ckpt_dir, EXTRA_STATE_FILE))
+            atomic_write_json({"global_step": step, "epoch": epoch}, os.path.join(ckpt_dir, EXTRA_STATE_FILE))
         _save_object(platform.get_rng_state(), os.path.join(ckpt_dir, rng_file(rank)))
         if self.dataloader is not None and hasattr(self.dataloader, "state_dict"):
             _save_object(self.dataloader.state_dict(), os.path.join(ckpt_dir, dataloader_file(rank)))
@@ -555,7 +523,7 @@ class CheckpointManager(Configurable):
         # Tied weights share storage, which safetensors refuses: every tensor gets its own copy.
         tensors = {key: platform.detached_copy(v) for key, v in hf_state.items() if platform.is_tensor(v)}
         os.makedirs(out_dir, exist_ok=True)
-        _write_atomically(
+        atomic_write(
             os.path.join(out_dir, HF_WEIGHTS_FILE),
             lambda tmp: platform.save_safetensors(tensors, tmp, metadata={"format": "pt"}),
         )
@@ -563,7 +531,7 @@ class CheckpointManager(Configurable):
             dtype = next(
                 (platform.dtype_name(t) for t in tensors.values() if platform.is_floating(t)), "float32"
             )
-            _write_json(
+            atomic_write_json(
                 self.sd_adapter.export_hf_config(model_config, dtype), os.path.join(out_dir, HF_CONFIG_FILE)
             )
         return out_dir

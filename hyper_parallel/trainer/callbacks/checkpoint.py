@@ -19,10 +19,8 @@ refuses damaged state with ``CheckpointCorruptError``, the same type and message
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -37,14 +35,13 @@ from hyper_parallel.checkpointing import (
     StepCommitter,
     UnsafeCheckpointError,
     acquire_run_folder,
+    atomic_write,
+    atomic_write_json,
     check_no_finished_checkpoints,
     check_writable_dir,
     dcp_files_written,
     discard_partial,
     fault_point,
-    file_written,
-    fsync_path,
-    in_staged_folder,
     load_error,
     partial_step_dir,
     prepare_partial_dir,
@@ -100,41 +97,8 @@ def step_dir(output_dir: str, step: int) -> str:
 
 
 # --------------------------------------------------------------------------- atomic writes
-def atomic_write(path: str, writer: Callable[[str], None]) -> None:
-    """Run ``writer(tmp_path)`` on a temporary file next to ``path``, then ``os.replace`` it.
-
-    The temporary name is hidden and unique per process, so concurrent ranks never collide and
-    a crash leaves at most a ``.<name>.*.tmp`` file, never a half-written ``path``.
-    """
-    directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fault_point(f"before:{name}")
-    try:
-        writer(tmp)
-        fsync_path(tmp)
-        fault_point(f"written:{name}")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if not in_staged_folder(directory):  # a staged folder is fsynced once, at its commit
-        fsync_path(directory)
-    file_written(path)
-    fault_point(f"after:{name}")
-
-
 def atomic_torch_save(obj: Any, path: str) -> None:
     atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
-
-def atomic_write_json(obj: Any, path: str) -> None:
-    def _write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2)
-            f.write("\n")
-
-    atomic_write(path, _write)
 
 
 def _load_pt(path: str) -> Any:
