@@ -33,6 +33,7 @@ Adding a plant: append a ``_plant(...)`` to ``PLANTS`` (``function=`` the functi
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,10 @@ __all__ = [
     "catalogue_problems",
     "select",
 ]
+
+# ast.parse is not thread-safe before CPython 3.11.8 ("AST constructor recursion depth mismatch"),
+# and the quick self-check applies plants from a thread pool.
+_AST_PARSE_LOCK = threading.Lock()
 
 EXPECTATIONS = ("caught", "inert")
 SIDES = ("new", "legacy", "shared")
@@ -103,7 +108,9 @@ def scope_spans(text: str) -> dict[str, list[tuple[int, int]]]:
                     if isinstance(target, ast.Name):
                         add(target.id, node)
 
-    walk(ast.parse(text).body, "")
+    with _AST_PARSE_LOCK:  # CPython < 3.11.8 corrupts ast.parse run from two threads (gh-106905)
+        tree = ast.parse(text)
+    walk(tree.body, "")
     return spans
 
 
