@@ -7,8 +7,9 @@ record :func:`run_settings` in the step's ``manifest.json`` (``"settings"``; the
 files keep their layout) and, before the first resumed step, compare them with the config
 (:func:`check_resume`): a difference is refused with one line listing every differing field, or,
 with ``resume_config_changes: apply``, listed and applied (:func:`apply_optimizer_settings` after
-the optimizer and scheduler states were loaded). A changed ``max_steps`` is how a run is extended:
-it is logged, not refused. Resuming at or past ``max_steps`` is an error.
+the optimizer and scheduler states were loaded). A changed ``max_steps`` is one of those fields:
+extending a run is a deliberate change (``apply``), since it reshapes the LR schedule of the steps
+already trained toward the old end. Resuming at or past ``max_steps`` is an error.
 
 The micro-batch size is not recorded: with the same global batch the samples of a step stay the
 same. Pure Python: the trainers pass in param groups, names and numbers.
@@ -139,7 +140,7 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
         if thawed:
             parts.append(f"{len(thawed)} now trainable (first: {', '.join(thawed[:3])})")
         out.append(f"trainable parameters: {'; '.join(parts)}")
-    for key in ("global_batch_size", "seq_len"):
+    for key in ("global_batch_size", "seq_len", "max_steps"):
         if key in saved and key in current and saved[key] != current[key]:
             out.append(f"{key}: {saved[key]!r} -> {current[key]!r}")
     return out
@@ -163,6 +164,11 @@ def check_resume(
     ``saved`` is None for a checkpoint written before settings were recorded (nothing to compare;
     one warning).
     """
+    if max_steps is not None and step >= max_steps:
+        raise ResumePastEndError(
+            f"checkpoint {folder} is at step {step}, at or past max_steps={max_steps}: there is nothing "
+            f"left to train; to train further raise max_steps and set {field}=apply"
+        )
     if saved is None:
         logger.warning(
             f"Checkpoint {folder} records no run settings (written before they were recorded): the "
@@ -179,21 +185,6 @@ def check_resume(
         )
     if diffs:
         logger.warning(f"Resuming {folder} with the config's settings ({field}=apply): {'; '.join(diffs)}")
-    if (
-        saved is not None
-        and "max_steps" in saved
-        and saved["max_steps"] != current.get("max_steps", saved["max_steps"])
-    ):
-        # Extending (or shortening) a run is how a run trains further: said, not refused.
-        logger.warning(
-            f"Resuming {folder} with max_steps {saved['max_steps']} -> {current['max_steps']}: the LR "
-            "schedule follows the config's max_steps from here"
-        )
-    if max_steps is not None and step >= max_steps:
-        raise ResumePastEndError(
-            f"checkpoint {folder} is at step {step}, at or past max_steps={max_steps}: there is nothing "
-            "left to train; raise max_steps to train further"
-        )
     return diffs
 
 

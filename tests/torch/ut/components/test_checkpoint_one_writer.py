@@ -518,11 +518,23 @@ def test_a_crafted_weights_pt_is_refused(trainer, tmp_path):
 
 
 @pytest.mark.parametrize("trainer", TRAINERS)
-def test_a_changed_max_steps_extends_the_run_with_a_warning(trainer, saved, tmp_path, caplog):
-    # The legacy writer recorded max_steps=10; extending a run is how it trains further.
+def test_a_changed_max_steps_is_refused_by_default(trainer, saved, tmp_path):
+    # The legacy writer recorded max_steps=10: extending the run reshapes the LR schedule.
+    with pytest.raises(ResumeConfigError, match=r"max_steps: 10 -> 12") as err:
+        _resume(trainer, suite.trained_state(steps=0, seed=3), str(saved.legacy), tmp_path, max_steps=12)
+    assert "resume_config_changes=apply" in str(err.value)
+
+
+@pytest.mark.parametrize("trainer", TRAINERS)
+def test_a_changed_max_steps_is_applied_and_listed_with_apply(trainer, saved, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         step = _resume(
-            trainer, suite.trained_state(steps=0, seed=3), str(saved.legacy), tmp_path, max_steps=12
+            trainer,
+            suite.trained_state(steps=0, seed=3),
+            str(saved.legacy),
+            tmp_path,
+            max_steps=12,
+            resume_config_changes="apply",
         )
     assert step == STEPS
-    assert any("max_steps 10 -> 12" in r.getMessage() for r in caplog.records)
+    assert any("max_steps: 10 -> 12" in r.getMessage() for r in caplog.records)
