@@ -9,6 +9,9 @@
   a ``ValueError`` naming it.
 - :func:`save_safetensors` / :func:`load_safetensors` use safetensors' own serializer (BF16
   included), so the files are what ``safetensors.torch.load_file`` and transformers read.
+- A write that the OS refuses (full disk, file-size limit) is an ``OSError`` with its errno and
+  the file's path, as ``open``/``write`` raise it: safetensors reports it as a bare
+  ``SafetensorError`` whose text ends in "(os error N)", which the checkpoint code cannot name.
 - The DCP functions bridge to torch DCP (torch is installed beside MindSpore) through the torch
   platform's restricted reader, copying loaded values back into the caller's MindSpore tensors.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,6 +73,8 @@ _ST_CODES = {
     "U64": (np.uint64, False),
     "BOOL": (np.bool_, False),
 }
+# safetensors' (Rust) text for an I/O failure: "... I/O error: File too large (os error 27)".
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _STRUCTURE_KEY = "hyper_parallel.structure"
 _FORMAT = "hyper_parallel.mindspore.state/1"
 
@@ -166,6 +172,22 @@ def _read_safetensors(path: str, what: str) -> tuple[dict[str, ms.Tensor], dict[
     return tensors, metadata
 
 
+def _serialize(specs: dict[str, Any], path: str, metadata: dict[str, str] | None) -> None:
+    """safetensors' ``serialize_file``; a refused write is an ``OSError`` (errno, path)."""
+    from safetensors import serialize_file
+
+    try:
+        serialize_file(specs, path, metadata=metadata)
+    except OSError:
+        raise
+    except Exception as exc:  # SafetensorError is a bare Exception
+        match = _OS_ERROR.search(str(exc))
+        if match is None:
+            raise
+        code = int(match.group(1))
+        raise OSError(code, os.strerror(code), path) from exc
+
+
 # --------------------------------------------------------------------------- state files
 def _encode(obj: Any, tensors: dict[str, ms.Tensor], where: str) -> Any:
     """Typed JSON for ``obj``; tensors go to ``tensors`` under ``t<n>`` and are referenced by name."""
@@ -224,13 +246,11 @@ def _decode(node: Any, tensors: dict[str, ms.Tensor]) -> Any:
 
 def save_state(obj: Any, path: str | os.PathLike[str]) -> None:
     """Write ``obj`` as one safetensors file: tensors as tensors, the nest as typed JSON metadata."""
-    from safetensors import serialize_file
-
     tensors: dict[str, ms.Tensor] = {}
     structure = json.dumps(_encode(obj, tensors, ""), separators=(",", ":"))
     keep_alive: list[np.ndarray] = []
     specs = {name: _tensor_spec(t, keep_alive) for name, t in tensors.items()}
-    serialize_file(specs, str(path), metadata={"format": _FORMAT, _STRUCTURE_KEY: structure})
+    _serialize(specs, str(path), {"format": _FORMAT, _STRUCTURE_KEY: structure})
 
 
 def load_state(path: str | os.PathLike[str]) -> Any:
@@ -252,11 +272,9 @@ def load_state(path: str | os.PathLike[str]) -> Any:
 
 # --------------------------------------------------------------------------- safetensors
 def save_safetensors(tensors: Mapping[str, Any], path: str | os.PathLike[str], metadata: Any = None) -> None:
-    from safetensors import serialize_file
-
     keep_alive: list[np.ndarray] = []
     specs = {key: _tensor_spec(to_mindspore(value), keep_alive) for key, value in tensors.items()}
-    serialize_file(specs, str(path), metadata=metadata)
+    _serialize(specs, str(path), metadata)
 
 
 def load_safetensors(path: str | os.PathLike[str]) -> dict[str, ms.Tensor]:
