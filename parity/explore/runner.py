@@ -1,7 +1,8 @@
 """Run one explore point on both trainers and return every artifact of each, ready to compare.
 
 The runs are those of ``parity.suites.e2e_trainer`` (``run_legacy``, ``run_new`` and the forked
-multi-rank launch), so an explore point compares exactly the nine artifacts a recipe compares. The
+multi-rank launch), so an explore point compares the nine artifacts a recipe compares plus the
+user-callback event sequence (``events``: hooks, step, epoch and arguments, every rank). The
 new side is ``HyperTrainer`` built through the legacy mapping (side ``new``), through the recipe
 command line (sides ``new_cli`` and ``new_cli_wsteps``) or through the command line's YAML path
 (``new_yaml``); the last three are registered here into the e2e side table, so forked ranks find
@@ -9,7 +10,8 @@ them too.
 
 ``resume_runs`` is the resume-anywhere property: an uninterrupted run of each trainer saves at step
 ``k``; a fresh trainer of each kind resumes from each checkpoint (same trainer and across trainers)
-and must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit.
+and must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit, on 1, 2 or 3 ranks (each
+rank loads its own DCP shards).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from parity import canonical
 from parity.env import seed_all
 from parity.explore import cli_route, space
 from parity.suites import e2e_trainer
-from parity.suites.e2e_trainer import ARTIFACTS, ArtifactError, Recipe, run_new
+from parity.suites.e2e_trainer import RUN_ARTIFACTS, ArtifactError, Recipe, run_new
 
 SEED = 42
 
@@ -64,6 +66,8 @@ def run_point(
 def _run_sides(
     sides: tuple[str, ...], world: int, scratch: Path, overrides: tuple[str, ...], keep: Path | None = None
 ) -> dict[str, dict[str, Any]]:
+    """``{side: artifacts}``; with ``keep``, each side trains in ``keep/<side>`` (kept, e.g. to
+    resume from its checkpoints), else in a temporary folder (one rank) or ``scratch/<side>``."""
     if world == 1:
         out = {}
         for side in sides:  # each side from the same global RNG state, as the engine seeds a producer
@@ -71,7 +75,10 @@ def _run_sides(
             out[side] = e2e_trainer._SIDES[side](*overrides, workdir=None if keep is None else keep / side)
         return out
     recipe = Recipe("explore", "a drawn explore point", lambda _: overrides, nproc=world)
-    return e2e_trainer._run_multirank(sides, recipe, scratch, overrides)
+    # Each rank of a side trains in ``<folder>/<side>`` (``_e2e_worker.run_side``).
+    folder = scratch if keep is None else keep
+    folder.mkdir(parents=True, exist_ok=True)
+    return e2e_trainer._run_multirank(sides, recipe, folder, overrides)
 
 
 _CACHE: OrderedDict[tuple, dict[str, dict[str, Any]]] = OrderedDict()
@@ -89,10 +96,10 @@ def cached_run(point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def side_artifacts(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The nine artifacts of one side as one tree (``{artifact: value}``): a difference's path
+    """The artifacts of one side (``RUN_ARTIFACTS``) as one tree (``{artifact: value}``): a difference's path
     names its artifact. An artifact that could not be read raises its ``ArtifactError``."""
     out = {}
-    for name in ARTIFACTS:
+    for name in RUN_ARTIFACTS:
         value = run[name]
         if isinstance(value, ArtifactError):
             raise value
@@ -113,43 +120,54 @@ def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
     trainer of the second kind loads ``step_k`` of the first kind's run and trains to the end. Its
     ``tail`` (curves and batches of steps ``k+1..T``, metric records of those steps, final
     checkpoint and HF export) must equal the tail of the second kind's uninterrupted run.
-    Single-rank points only.
+    On ``point["world"]`` ranks: every run is a forked world of that size (each rank writes and
+    loads its own DCP shards); curves, batches and metrics are compared per rank.
     """
-    if point["world"] != 1 or not point["save_steps"]:
-        raise ValueError("resume_runs: expected a single-rank point that saves (world=1, save_steps > 0)")
+    if not point["save_steps"]:
+        raise ValueError("resume_runs: expected a point that saves (save_steps > 0)")
+    world = point["world"]
     new = new_side_of(point)
     with tempfile.TemporaryDirectory(prefix="parity-resume-") as tmp:
         scratch = Path(tmp)
         base = space.render(point, scratch / "assets")
         overrides = (*base, f"--train.checkpoint.save_steps={k}")
-        full = _run_sides(("legacy", new), 1, scratch, overrides, keep=scratch / "full")
+        full = _run_sides(("legacy", new), world, scratch, overrides, keep=scratch / "full")
         expected: dict[str, Any] = {}
         actual: dict[str, Any] = {}
         kinds = {"legacy": "legacy", "new": new}
         for route in RESUME_ROUTES:
             source, target = route.split("_to_")
             load = scratch / "full" / kinds[source] / "ckpt" / f"step_{k}"
-            seed_all(SEED)
-            resumed = e2e_trainer._SIDES[kinds[target]](
-                *overrides, f"--train.checkpoint.load_path={load}", workdir=scratch / route
-            )
-            expected[route] = _tail(full[kinds[target]], k)
-            actual[route] = _tail(resumed, 0)
+            load_override = f"--train.checkpoint.load_path={load}"
+            resumed = _run_sides(
+                (kinds[target],), world, scratch, (*overrides, load_override), keep=scratch / route
+            )[kinds[target]]
+            expected[route] = _tail(full[kinds[target]], k, world)
+            actual[route] = _tail(resumed, 0, world)
         return {"expected": expected, "actual": actual}
 
 
-def _tail(run: Mapping[str, Any], k: int) -> dict[str, Any]:
+def _tail(run: Mapping[str, Any], k: int, world: int = 1) -> dict[str, Any]:
+    """Steps ``k+1..T`` of a run's curves, batches and metrics (of each rank of a multi-rank run:
+    ``{"rank<r>": value}``), and its final checkpoint and export."""
     out: dict[str, Any] = {}
     for name in _TAIL:
         value = run[name]
         if isinstance(value, ArtifactError):
             raise value
-        if name in ("losses", "grad_norms", "lr_curve", "batches"):
-            value = value[k:]
-        elif name == "metrics":
-            value = {"keys": value["keys"], "values": [r for r in value["values"] if _step(r) > k]}
-        out[name] = value
+        if world == 1:
+            out[name] = _tail_of(name, value, k)
+        else:
+            out[name] = {rank: _tail_of(name, v, k) for rank, v in value.items()}
     return out
+
+
+def _tail_of(name: str, value: Any, k: int) -> Any:
+    if name in ("losses", "grad_norms", "lr_curve", "batches"):
+        return value[k:]
+    if name == "metrics":
+        return {"keys": value["keys"], "values": [r for r in value["values"] if _step(r) > k]}
+    return value
 
 
 def _step(record: Mapping[str, Any]) -> float:

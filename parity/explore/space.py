@@ -28,6 +28,7 @@ __all__ = [
     "FEATURES",
     "Rule",
     "default_point",
+    "first_epoch_stop",
     "global_batch",
     "pair_allowed",
     "render",
@@ -194,6 +195,38 @@ def warmup_steps(point: Mapping[str, Any]) -> int | None:
     """``W = ceil(T * ratio)`` when the horizon is known (the steps form of the same warmup)."""
     total = horizon(point)
     return None if total is None else math.ceil(total * point["warmup"])
+
+
+# Non-empty rows of the text assets (the loaders drop empty rows; nothing else is filtered): all of
+# them, or at least ``train_size`` minus the asset's empty rows. Alpaca rows are left out: a row
+# whose prompt fills ``seq_len`` has no loss token, so their count depends on the sequence length.
+_TEXT_ROWS = {"text_jsonl": (198, 2), "text_disk": (63, 1), "text_key": (35, 4)}  # (non-empty, empty)
+_SMALL_TRAIN_SIZE = 24
+
+
+def first_epoch_stop(point: Mapping[str, Any]) -> str | None:
+    """Where ``max_steps`` falls in a run of several epochs: ``"inside"`` the first epoch (later
+    epochs must not start), ``"at_end"`` of it (the same, with the epoch's data used up), or
+    ``"later"``; None for one epoch, or when the epoch's length is not known before the run.
+
+    Dummy data holds ``max_steps`` global batches: one epoch ends exactly at ``max_steps``. The
+    preset file holds ``steps - 1`` (see ``_data``). A text point stops inside the first epoch when
+    even a lower bound of its rows makes more global batches than ``steps``.
+    """
+    if point["epochs"] == 1:
+        return None
+    steps = point["steps"]
+    if point["data"] == "dummy":
+        return "at_end"
+    if point["data"] == "preset":
+        per_epoch = max(1, steps - 1)
+        return "inside" if steps < per_epoch else "at_end" if steps == per_epoch else "later"
+    if point["data"] in _TEXT_ROWS:
+        rows, empty = _TEXT_ROWS[point["data"]]
+        if point["train_size"] == "small":
+            rows = _SMALL_TRAIN_SIZE - empty
+        return "inside" if steps < rows // global_batch(point) else None
+    return None
 
 
 # ----------------------------------------------------------------------------- rendering

@@ -53,13 +53,13 @@ def points(**fixed: Any):
 
 
 def resume_points():
-    """``(point, k)``: a single-rank point (its save settings drawn: sync or async, HF export on
-    or off) and a step ``k`` to resume at (``1 <= k < steps``)."""
+    """``(point, k)``: a point on 1, 2 or 3 ranks (its save settings drawn: sync or async, HF
+    export on or off) and a step ``k`` to resume at (``1 <= k < steps``)."""
     from hypothesis import strategies as st
 
     @st.composite
     def draw(draw_) -> tuple[dict[str, Any], int]:
-        point = draw_(points(world=1, save_steps=1, profiler=False))
+        point = draw_(points(save_steps=1, profiler=False))
         k = draw_(st.integers(1, point["steps"] - 1))
         return point, k
 

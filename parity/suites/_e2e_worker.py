@@ -19,13 +19,13 @@ from pathlib import Path
 
 def run_side(side: str, out: Path, overrides: Sequence[str]) -> Path:
     from parity.canonical import to_json
-    from parity.suites.e2e_trainer import _SIDES, ARTIFACTS, ArtifactError
+    from parity.suites.e2e_trainer import _SIDES, RUN_ARTIFACTS, ArtifactError
 
     rank = int(os.environ.get("RANK", "0"))
     run = _SIDES[side]  # "legacy", "new", or a side another suite registered (a forked rank inherits it)
     artifacts = run(*overrides, workdir=out / side)
     dumped = {}
-    for name in ARTIFACTS:
+    for name in RUN_ARTIFACTS:
         value = artifacts[name]
         dumped[name] = (
             {"error": str(value)} if isinstance(value, ArtifactError) else {"value": to_json(value)}

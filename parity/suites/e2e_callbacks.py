@@ -13,59 +13,15 @@ run's folder). Each run trains, saves, and then resumes from its run folder, so 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
-from parity import canonical
+from parity.callback_events import DETERMINISTIC_METRICS, EventRecorder
 from parity.cases import REGISTRY
 from parity.legacy_driver import legacy_args
 from parity.suites.e2e_trainer import _workdir
 
-__all__ = ["EventRecorder", "legacy_events", "new_events", "run_events"]
-
-# on_log metrics whose values are the same in every run; the others (step time, throughput) are
-# compared by key and type only.
-DETERMINISTIC_METRICS = ("step", "loss", "grad_norm", "lr", "aux_loss")
-
-
-class EventRecorder:
-    """A user callback that records every hook a trainer calls on it, in order.
-
-    Any ``on_*`` attribute is a recording hook, so a hook that one trainer dispatches and the other
-    does not still shows up in the sequence.
-    """
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.events: list[dict[str, Any]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if not name.startswith("on_"):
-            raise AttributeError(name)
-
-        def hook(state: Any, **kwargs: Any) -> None:
-            # Keyed by the hook's name, so that an event out of place is a missing/extra key that
-            # names both events (a difference path reads ``events.fresh[12].on_save``).
-            self.events.append(
-                {
-                    name: {
-                        "step": state.global_step,
-                        "epoch": state.epoch,
-                        "max_steps": state.max_steps,
-                        "args": {key: self._arg(key, value) for key, value in sorted(kwargs.items())},
-                    }
-                }
-            )
-
-        return hook
-
-    def _arg(self, key: str, value: Any) -> Any:
-        if key == "checkpoint_dir" and isinstance(value, str):
-            return os.path.relpath(value, self.root)
-        if key == "metrics" and isinstance(value, dict):
-            return canonical.metrics(value, deterministic=DETERMINISTIC_METRICS)
-        return canonical.canonicalise(value, f"args.{key}")
+__all__ = ["DETERMINISTIC_METRICS", "EventRecorder", "legacy_events", "new_events", "run_events"]
 
 
 def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 Three families, all comparing ``LLMTrainer`` with ``HyperTrainer`` built from the same legacy YAML
 (through the legacy mapping or through ``--module qwen3_5 --config debug`` plus flags, as the point's
-``route`` says), every artifact of ``parity.suites.e2e_trainer.ARTIFACTS`` bit for bit:
+``route`` says), every artifact of ``parity.suites.e2e_trainer.RUN_ARTIFACTS`` bit for bit (the
+recipe artifacts plus ``events``, the user-callback event sequence: with several epochs, a run
+that stops inside or at the end of an earlier epoch must not start the next one):
 
 - ``explore_cover``: a fixed pairwise covering set of ``parity.explore.space`` (every allowed
   pair of feature values in at least one point; seeded, so ids and points never move);
@@ -10,9 +12,9 @@ Three families, all comparing ``LLMTrainer`` with ``HyperTrainer`` built from th
   (``--explore-budget SECONDS``; one without it); a failure is shrunk to the smallest diverging
   point, written as YAML under ``parity/reports/explore/<id>/`` with a one-line reproduce
   command, and localised;
-- ``explore_resume``: resume anywhere: a drawn point and step ``k``; each trainer resumed from
-  each trainer's ``step_k`` must reproduce the uninterrupted run's steps ``k+1..T`` bit for bit
-  (plus one fixed point, so the default run checks it too).
+- ``explore_resume``: resume anywhere: a drawn point (1, 2 or 3 ranks) and step ``k``; each
+  trainer resumed from each trainer's ``step_k`` must reproduce the uninterrupted run's steps
+  ``k+1..T`` bit for bit (plus one fixed single-rank point, so the default run checks it too).
 
 Nightly: ``HYPOTHESIS_PROFILE=explore python -m parity run --tag explore --explore-budget 3600``
 (the ``explore`` profile allows 2000 examples; the budget ends the run). A shrunk point reruns with

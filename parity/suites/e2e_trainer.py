@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from parity import assets, canonical
+from parity.callback_events import EventRecorder
 from parity.cases import REGISTRY
 from parity.legacy_driver import REPO_ROOT, legacy_args
 from parity.ranks import fork_ranks
@@ -59,6 +60,9 @@ ARTIFACTS = (
     "layout",
 )
 _CURVES = ("losses", "grad_norms", "lr_curve")
+# Every run also records the user-callback event sequence (``parity.callback_events``): the explore
+# cases compare it with the artifacts above; the recipe grid has no case for it.
+RUN_ARTIFACTS = (*ARTIFACTS, "events")
 
 
 # ----------------------------------------------------------------------------- recipes
@@ -268,7 +272,7 @@ def _checkpoint(root: Path) -> dict[str, Any] | None:
 
 
 def _artifacts(
-    trainer_model, optimizer_groups, losses, grad_norms, lrs, batches, records, ckpt_root: Path
+    trainer_model, optimizer_groups, losses, grad_norms, lrs, batches, records, ckpt_root: Path, events=None
 ) -> dict:
     """Every artifact of one run, each read on its own; a failure becomes that artifact's ``ArtifactError``."""
     readers: dict[str, Callable[[], Any]] = {
@@ -283,6 +287,7 @@ def _artifacts(
         "checkpoint": lambda: _maybe(canonical.checkpoint, _checkpoint(ckpt_root)),
         "hf_export": lambda: _maybe(canonical.checkpoint, _hf_export(ckpt_root)),
         "layout": lambda: _layout(ckpt_root.parent),
+        "events": lambda: events,
     }
     # The raw curves and records too, for the legacy goldens that read the same run.
     out: dict[str, Any] = {"raw": {"losses": losses, "grad_norms": grad_norms, "log_history": list(records)}}
@@ -338,6 +343,8 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         recorder = _LrRecorder(base)
         batches: list[list] = []
         trainer.add_callback(recorder)
+        events = EventRecorder(tmp)
+        trainer.add_callback(events)
         step_fn = base.train_step
         with mock.patch.object(base, "train_step", lambda it: step_fn(_Tap(it, batches))):
             trainer.train()
@@ -350,6 +357,7 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
             batches,
             base.state.log_history,
             Path(tmp, "ckpt"),
+            events.events,
         )
 
 
@@ -367,6 +375,8 @@ def run_new(
         else:
             config = config_of((*_side_dirs(tmp), *overrides))
         trainer: HyperTrainer = config.build()
+        events = EventRecorder(tmp)
+        trainer.add_callback(events)
         groups = _param_groups_snapshot(trainer.optimizer.param_groups)
         losses: list[float] = []
         grad_norms: list[float] = []
@@ -392,6 +402,7 @@ def run_new(
             batches,
             trainer.state.log_history,
             Path(tmp, "ckpt"),
+            events.events,
         )
 
 
@@ -468,7 +479,7 @@ def _run_multirank(
         out: dict[str, Any] = {}
         for rank in range(spec.nproc):
             dumped = json.loads((scratch / f"{side}_rank{rank}.json").read_text())
-            for name in ARTIFACTS:
+            for name in RUN_ARTIFACTS:
                 if rank > 0 and name in ("checkpoint", "hf_export"):
                     continue
                 entry = dumped[name]

@@ -164,7 +164,7 @@ def test_a_drawn_divergence_shrinks_to_the_smallest_point_with_yaml_and_reproduc
 
     def fake(point):
         bump = 1.0 if point["decay"] == "constant" and point["seed"] == 3 else 0.0
-        side = {name: [1.0] for name in runner.ARTIFACTS}
+        side = {name: [1.0] for name in runner.RUN_ARTIFACTS}
         return {"legacy": side, runner.new_side_of(point): {**side, "losses": [1.0 + bump]}}
 
     monkeypatch.setattr(runner, "cached_run", fake)
@@ -251,7 +251,7 @@ def test_without_a_budget_a_drawn_case_runs_one_example_and_passes(fresh_runs, m
 
     def fake(point):
         calls.append(point)
-        side = {name: [1.0] for name in runner.ARTIFACTS}
+        side = {name: [1.0] for name in runner.RUN_ARTIFACTS}
         return {"legacy": side, runner.new_side_of(point): side}
 
     monkeypatch.setattr(runner, "cached_run", fake)
