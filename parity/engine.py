@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from parity import canonical, golden, numerics, scratch
+from parity import canonical, case_log, golden, numerics, scratch
 from parity.cases import Case, Registry
 from parity.compare import Difference, compare
 from parity.env import (
@@ -182,22 +182,25 @@ class Engine:
         if skip is not None:
             return Outcome(case, backend, self._key_or_unknown(), "skip", message=skip)
         ensure_deterministic(self.platform())
-        try:
-            if case.tier == "A":
-                outcome = self._check_pair(case, backend, hypothesis_blob)
-            else:
-                outcome = self._check_golden(case, backend)
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # an error outcome; DCP's CheckpointException is a BaseException
-            if not self.catch_errors:
+        # A framework error logged during the case fails it; the framework's prints go to the case's log.
+        with case_log.capture() as log:
+            try:
+                if case.tier == "A":
+                    outcome = self._check_pair(case, backend, hypothesis_blob)
+                else:
+                    outcome = self._check_golden(case, backend)
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            outcome = Outcome(
-                case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
-            )
+            except BaseException as exc:  # an error outcome; DCP's CheckpointException is a BaseException
+                if not self.catch_errors:
+                    raise
+                outcome = Outcome(
+                    case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
+                )
         if outcome.status == "fail" and outcome.report is not None and case.localise is not None:
             outcome.report.localisation = self.localise(case)
             outcome.message = outcome.report.to_text()
+        outcome = log.judge(outcome)
         outcome.seconds = time.perf_counter() - start
         if outcome.report is not None:
             outcome.report.fingerprint = self._fingerprint_or_none(backend)
