@@ -263,7 +263,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "e2e_explore.explore_cover-point=6": ("step_clip_decay_group_only",),
     "e2e_explore.explore_cover-point=7": ("step_clip_decay_group_only",),
     "e2e_explore.explore_cover-point=8": ("step_clip_decay_group_only",),
-    "e2e_explore.explore_cover-point=9": ("step_clip_decay_group_only",),
+    "e2e_explore.explore_cover-point=9": ("step_clip_decay_group_only", "blind_ht_epoch_break_strict"),
     "explore_drawn": ("step_clip_decay_group_only",),
     "explore_resume": ("init_scheduler_primed",),
     "explore_resume_fixed": ("init_scheduler_primed",),
