@@ -2094,6 +2094,17 @@ PLANTS: tuple[Plant, ...] = (
         needs="adamw_tiny",
         function="TorchPlatform.adamw",
     ),
+    _plant(
+        "map_decay_style_dropped",
+        "mapping",
+        "new",
+        MAP,
+        '    _rule("train.optimizer.lr_decay_style", "lr_scheduler.decay_style"),\n',
+        "",
+        "the legacy lr_decay_style row lost from the mapping (the component's default cosine is used)",
+        needs="trainer_e2e lr_curve on the alpaca recipe (constant after warmup: only the decay style moves it)",
+        function="FIELD_MAP",
+    ),
 )
 
 
