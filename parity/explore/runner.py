@@ -119,8 +119,10 @@ def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
     settings kept); for each route a fresh
     trainer of the second kind loads ``step_k`` of the first kind's run and trains to the end. Its
     ``tail`` (curves and batches of steps ``k+1..T``, metric records of those steps, final
-    checkpoint and HF export) must equal the tail of the second kind's uninterrupted run.
-    On ``point["world"]`` ranks: every run is a forked world of that size (each rank writes and
+    checkpoint and HF export) must equal the tail of the second kind's uninterrupted run. A
+    ``HyperTrainer`` resumed from a checkpoint also dispatches the user-callback events
+    (``events``: ``on_load``, the epoch and step hooks, the saves) that ``LLMTrainer`` resumed from
+    the same checkpoint dispatches. On ``point["world"]`` ranks: every run is a forked world of that size (each rank writes and
     loads its own DCP shards); curves, batches and metrics are compared per rank.
     """
     if not point["save_steps"]:
@@ -135,6 +137,7 @@ def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
         expected: dict[str, Any] = {}
         actual: dict[str, Any] = {}
         kinds = {"legacy": "legacy", "new": new}
+        events: dict[str, Any] = {}
         for route in RESUME_ROUTES:
             source, target = route.split("_to_")
             load = scratch / "full" / kinds[source] / "ckpt" / f"step_{k}"
@@ -144,7 +147,18 @@ def resume_runs(point: Mapping[str, Any], k: int) -> dict[str, dict[str, Any]]:
             )[kinds[target]]
             expected[route] = _tail(full[kinds[target]], k, world)
             actual[route] = _tail(resumed, 0, world)
+            events[route] = _artifact(resumed, "events")
+        for source in ("legacy", "new"):
+            expected[f"{source}_to_new"]["events"] = events[f"{source}_to_legacy"]
+            actual[f"{source}_to_new"]["events"] = events[f"{source}_to_new"]
         return {"expected": expected, "actual": actual}
+
+
+def _artifact(run: Mapping[str, Any], name: str) -> Any:
+    value = run[name]
+    if isinstance(value, ArtifactError):
+        raise value
+    return value
 
 
 def _tail(run: Mapping[str, Any], k: int, world: int = 1) -> dict[str, Any]:
@@ -152,9 +166,7 @@ def _tail(run: Mapping[str, Any], k: int, world: int = 1) -> dict[str, Any]:
     ``{"rank<r>": value}``), and its final checkpoint and export."""
     out: dict[str, Any] = {}
     for name in _TAIL:
-        value = run[name]
-        if isinstance(value, ArtifactError):
-            raise value
+        value = _artifact(run, name)
         if world == 1:
             out[name] = _tail_of(name, value, k)
         else:

@@ -95,3 +95,23 @@ def test_resume_runs_on_two_ranks_reproduce_the_uninterrupted_tail():
         assert set(tail["losses"]) == {"rank0", "rank1"}
         assert len(tail["losses"]["rank0"]) == 2
         assert not ex._differ(tail, runs["actual"][route]), route
+
+
+def test_a_resumed_hypertrainer_that_skips_on_load_is_named_as_the_events(fresh_runs, monkeypatch):
+    """HyperTrainer resumed from a checkpoint does not tell user callbacks ``on_load``: the fixed
+    resume case fails, naming the events of the routes that resume HyperTrainer only."""
+    from hyper_parallel.trainer.hyper_trainer import HyperTrainer
+
+    original = HyperTrainer._dispatch
+
+    def no_load(self, hook, **kwargs):
+        if hook != "on_load":
+            original(self, hook, **kwargs)
+
+    assert _check("e2e_explore.explore_resume_fixed").ok
+    ex._RESUME_CACHE.clear()
+    monkeypatch.setattr(HyperTrainer, "_dispatch", no_load)
+    outcome = _check("e2e_explore.explore_resume_fixed")
+    assert not outcome.ok
+    paths = [d.path for d in outcome.report.differences]
+    assert paths and all(".events" in p and "_to_new" in p for p in paths), paths
