@@ -7,7 +7,9 @@ measured: each plant was applied and the listed cases went red under it.
 
 ``UNMEASURED`` is the debt: cases (names or ids) for which no plant of the catalogue has been
 measured to turn them red yet. ``selfcheck --quick`` reports their count; an entry must go once
-a claim exists (the quick check fails on a case that is in both).
+a claim exists (the quick check fails on a case that is in both). It is empty, and
+``tests/parity/test_parity_claims.py`` keeps it so: a new case comes with a measured claim (where no
+plant fits, a new single-edit plant in the claims section at the end of ``parity/tools/plants.py``).
 """
 
 from __future__ import annotations
