@@ -7,11 +7,12 @@ wrote no trace, and every case still passed. While a case runs (:func:`capture`)
 - ERROR records of the frameworks' own loggers (``FRAMEWORK_LOGGERS``; MindSpore's does not
   propagate to the root logger) are also written to the case's ``errors.log``; after the case,
   each one makes a passing case an error that quotes them (the framework's own handler still
-  prints them, nothing is hidden);
+  prints them, nothing is hidden). MindSpore's C++ log lines go straight to file descriptor 2
+  and are not read here; a C++ failure reaches Python as an exception, which errs the case anyway;
 - ``sys.stdout`` is the case's ``output.log``: the MindSpore profiler prints "Start parsing
-  profiling data" and a progress bar from its parsing processes. A green case's output is dropped,
-  any other outcome's (and a case that raised) is printed after the case. A rich display on the real stdout keeps drawing
-  there (``rich_proxied_file``).
+  profiling data" and a progress bar from its parsing processes. A green case's output is
+  dropped; any other outcome's (and a case that raised) is printed after the case. A rich display
+  on the real stdout keeps drawing there (``rich_proxied_file``).
 
 Processes the case forks inherit both (they append to the same files). The files live in the run's
 scratch folder and are removed after the case.
