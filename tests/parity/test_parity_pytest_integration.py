@@ -6,6 +6,7 @@ runs there as a subprocess, like a user would run it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from parity import numerics
-from parity.cases import load_registry
-from parity.engine import Engine
 from parity.env import platform_key
 
 # This run's golden key (cpu-<arch>-<capability> on CPU) and CPU profile.
@@ -141,11 +140,29 @@ def updated(project):
 
 def test_snapshot_update_writes_the_goldens(project, updated):
     assert "2 snapshots generated" in updated.stdout
-    registry = load_registry(str(project / "test_synthetic_cases.py"))
-    engine = Engine(registry, golden_root=project / "golden", report_dir=None)
-    for case_id in ("checkpoint.ckpt-dim=4", "checkpoint.both-dim=2"):
-        path, text = engine.produce_golden(registry.get(case_id), "torch")
-        assert path.read_text() == text  # syrupy wrote exactly the engine's canonical text
+    # The engine's canonical text, produced in a process started like the pytest run above: the
+    # golden records the libm variant of the process that writes it, and an in-process engine at
+    # ``-n 0`` was started without the portable profile's GLIBC_TUNABLES (an xdist worker with it).
+    code = (
+        "import json, sys; from pathlib import Path; from parity.cases import load_registry; "
+        "from parity.engine import Engine; r = load_registry(sys.argv[1]); "
+        "e = Engine(r, golden_root=Path(sys.argv[2]), report_dir=None); "
+        "print(json.dumps({i: [str(p), t] for i in sys.argv[3:] for p, t in "
+        "[e.produce_golden(r.get(i), 'torch')]}))"
+    )
+    ids = ("checkpoint.ckpt-dim=4", "checkpoint.both-dim=2")
+    _, env = _command(project)
+    made = subprocess.run(
+        [sys.executable, "-c", code, str(project / "test_synthetic_cases.py"), str(project / "golden"), *ids],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    for path, text in json.loads(made.stdout.splitlines()[-1]).values():
+        assert Path(path).read_text() == text  # syrupy wrote exactly the engine's canonical text
     assert not (project / "golden" / "mindspore").exists()  # mindspore is not installed: skipped
 
 
