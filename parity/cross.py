@@ -37,6 +37,8 @@ __all__ = [
     "BOUND_FACTOR",
     "MEASURED",
     "MEASURED_RUNS",
+    "MEASURED_SEEDS",
+    "largest_by_recipe",
     "bound_from",
     "CROSS_RECIPES",
     "CROSS_STEPS",
@@ -68,7 +70,8 @@ TOLERANCED_ARTIFACTS = ("losses", "grad_norms", "logits", "weights")
 
 @dataclass(frozen=True)
 class Tolerance:
-    """One row of the limitations table: how ``artifact`` in ``dtype`` on ``device`` is compared."""
+    """One row of the limitations table: how ``artifact`` in ``dtype`` on ``device`` is compared in
+    a run of ``recipe`` (``"*"``: every recipe)."""
 
     artifact: str
     dtype: str
@@ -77,6 +80,7 @@ class Tolerance:
     bound: float | None
     reason: str
     measured: str
+    recipe: str = "*"
 
     def __post_init__(self) -> None:
         if self.rule not in ("exact", "max_abs", "max_ulp", "skip"):
@@ -97,46 +101,75 @@ def bound_from(max_abs: float) -> float:
     return BOUND_FACTOR * max_abs
 
 
-# The largest |legacy - new| per toleranced artifact over the measured tier C runs, with the run
-# it came from, and the runs measured: ``python -m parity cross --seed 1 ... --seed 5`` (each seed
-# draws the initial weights and sets train.seed; every single-rank recipe), portable profile,
-# torch 2.13.0, MindSpore 2.10.0, a 2-core x86-64 CPU. A bound is 3x the largest difference: room
-# for another seed or CPU, never for a changed formula (a planted divergence moves these by orders
-# of magnitude, tests/mindspore/parity/test_cross.py).
-MEASURED_RUNS: tuple[tuple[str, int], ...] = (
-    ("dummy", 1),
-    ("hf_text", 1),
-    ("alpaca", 1),
-    ("preset", 1),
-    ("dummy", 2),
-    ("hf_text", 2),
-    ("dummy", 3),
-    ("dummy", 4),
-    ("dummy", 5),
+# Per recipe and toleranced artifact, the largest |legacy - new| over the measured runs and the seed
+# it came from: ``python -m parity cross --seed 1 --seed 2 --seed 3 --seed 4 --seed 5`` (each seed
+# draws the initial weights and sets train.seed), portable profile, torch 2.13.0, MindSpore 2.10.0,
+# numpy 1.26.4, a 2-core x86-64 CPU; the report's ``largest_by_recipe`` holds these values and
+# ``python -m parity.tools.cross_measure REPORT`` prints them as this table. A bound is 3x the
+# largest difference of its recipe: room for another seed or CPU, never for a changed formula (a
+# planted divergence moves these by orders of magnitude, tests/mindspore/parity/test_cross.py).
+MEASURED_SEEDS: tuple[int, ...] = (1, 2, 3, 4, 5)
+MEASURED_RUNS: tuple[tuple[str, int], ...] = tuple(
+    (recipe, seed) for recipe in CROSS_RECIPES for seed in MEASURED_SEEDS
 )
-MEASURED: dict[str, dict[str, Any]] = {
-    "losses": {"max_abs": 9.420993777098374e-06, "recipe": "hf_text", "seed": 1},
-    "grad_norms": {"max_abs": 9.5367431640625e-07, "recipe": "dummy", "seed": 1},
-    "logits": {"max_abs": 4.57763671875e-05, "recipe": "dummy", "seed": 1},
-    "weights": {"max_abs": 1.4156103134155273e-05, "recipe": "preset", "seed": 1},
+MEASURED: dict[str, dict[str, dict[str, Any]]] = {
+    "dummy": {
+        "losses": {"max_abs": 7.62939453125e-06, "seed": 3},
+        "grad_norms": {"max_abs": 9.5367431640625e-07, "seed": 1},
+        "logits": {"max_abs": 4.57763671875e-05, "seed": 1},
+        "weights": {"max_abs": 3.159046173095703e-06, "seed": 1},
+    },
+    "hf_text": {
+        "losses": {"max_abs": 1.0065285550808767e-05, "seed": 4},
+        "grad_norms": {"max_abs": 9.5367431640625e-07, "seed": 1},
+        "logits": {"max_abs": 4.57763671875e-05, "seed": 1},
+        "weights": {"max_abs": 2.4437904357910156e-06, "seed": 2},
+    },
+    "alpaca": {
+        "losses": {"max_abs": 8.58306884765625e-06, "seed": 4},
+        "grad_norms": {"max_abs": 9.5367431640625e-07, "seed": 2},
+        "logits": {"max_abs": 4.57763671875e-05, "seed": 1},
+        "weights": {"max_abs": 5.304813385009766e-06, "seed": 1},
+    },
+    "preset": {
+        "losses": {"max_abs": 1.117161342278905e-05, "seed": 2},
+        "grad_norms": {"max_abs": 1.9073486328125e-06, "seed": 2},
+        "logits": {"max_abs": 4.57763671875e-05, "seed": 1},
+        "weights": {"max_abs": 2.0526349544525146e-05, "seed": 3},
+    },
+}
+
+_REASONS = {
+    "losses": (
+        "float64",
+        "MindSpore's exp/log_softmax/CE kernels differ from torch's in the last bits (the notes: "
+        "log_softmax 390 ULP); the difference grows with the steps",
+    ),
+    "grad_norms": ("float32", "gradients through exp/log and float32 reductions"),
+    "logits": (
+        "float32",
+        "softmax/sigmoid/silu kernels differ by a few ULP per op and compound over the layers "
+        "(1.3e-5 before training, tests/mindspore/models/test_model_mindspore.py)",
+    ),
+    "weights": (
+        "float32",
+        "MindSpore's AdamW computes its step size and bias corrections in float32 (torch: Python floats)",
+    ),
 }
 
 
-def _measured(artifact: str) -> str:
-    found = MEASURED[artifact]
-    seeds = sorted({seed for _r, seed in MEASURED_RUNS})
-    recipes = list(dict.fromkeys(r for r, _s in MEASURED_RUNS))
-    return (
-        f"{found['max_abs']:.2e} ({found['recipe']}, seed {found['seed']}); "
-        f"{len(MEASURED_RUNS)} runs: seeds {', '.join(map(str, seeds))} x {', '.join(recipes)}"
+def _measured_row(recipe: str, artifact: str) -> Tolerance:
+    """The toleranced row of one recipe and artifact: its bound from :data:`MEASURED`."""
+    found = MEASURED[recipe][artifact]
+    dtype, reason = _REASONS[artifact]
+    seeds = ", ".join(map(str, sorted(s for r, s in MEASURED_RUNS if r == recipe)))
+    measured = f"{found['max_abs']:.3e} (seed {found['seed']}); seeds {seeds}"
+    return Tolerance(
+        artifact, dtype, "cpu", "max_abs", bound_from(found["max_abs"]), reason, measured, recipe=recipe
     )
 
 
-def _bound(artifact: str) -> float:
-    return bound_from(MEASURED[artifact]["max_abs"])
-
-
-# The one table: exact rows, and toleranced rows whose bound comes from ``MEASURED``.
+# The one table: exact rows (every recipe), and per recipe the toleranced rows from ``MEASURED``.
 TOLERANCES: tuple[Tolerance, ...] = (
     Tolerance("param_groups", "-", "cpu", "exact", None, "FQNs and hyperparameters are Python values", "0"),
     Tolerance("lr_curve", "float64", "cpu", "exact", None,
@@ -145,41 +178,38 @@ TOLERANCES: tuple[Tolerance, ...] = (
     Tolerance("metric_keys", "-", "cpu", "exact", None, "the same record layout", "0"),
     Tolerance("checkpoint_layout", "-", "cpu", "exact", None,
               "key sets, shapes and dtypes; the RNG state's length is each framework's own", "0"),
-    Tolerance("losses", "float64", "cpu", "max_abs", _bound("losses"),
-              "MindSpore's exp/log_softmax/CE kernels differ from torch's in the last bits (the notes: "
-              "log_softmax 390 ULP); the difference grows with the steps", _measured("losses")),
-    Tolerance("grad_norms", "float32", "cpu", "max_abs", _bound("grad_norms"),
-              "gradients through exp/log and float32 reductions", _measured("grad_norms")),
-    Tolerance("logits", "float32", "cpu", "max_abs", _bound("logits"),
-              "softmax/sigmoid/silu kernels differ by a few ULP per op and compound over the layers "
-              "(1.3e-5 before training, tests/mindspore/models/test_model_mindspore.py)", _measured("logits")),
-    Tolerance("weights", "float32", "cpu", "max_abs", _bound("weights"),
-              "MindSpore's AdamW computes its step size and bias corrections in float32 (torch: Python floats)",
-              _measured("weights")),
+    *(_measured_row(recipe, artifact) for artifact in TOLERANCED_ARTIFACTS for recipe in CROSS_RECIPES),
 )  # fmt: skip
 
 
-def tolerance_for(artifact: str, dtype: str, device: str) -> Tolerance:
-    """The table row for an artifact; a missing row is an error (measure it, then write it down)."""
+def tolerance_for(artifact: str, dtype: str, device: str, *, recipe: str) -> Tolerance:
+    """The table row for an artifact of a ``recipe`` run; a missing row is an error (measure it, then
+    write it down)."""
     for row in TOLERANCES:
-        if row.artifact == artifact and row.dtype in (dtype, "-") and row.device == device:
+        if (
+            row.artifact == artifact
+            and row.dtype in (dtype, "-")
+            and row.device == device
+            and row.recipe in (recipe, "*")
+        ):
             return row
     raise KeyError(
-        f"no tier C tolerance for artifact {artifact!r} ({dtype}, {device}); measure it and add a row to "
-        "parity.cross.TOLERANCES"
+        f"no tier C tolerance for artifact {artifact!r} ({dtype}, {device}, recipe {recipe!r}); measure it "
+        "and add a row to parity.cross.TOLERANCES"
     )
 
 
 def tolerance_table_markdown() -> str:
     """The table as Markdown (the README prints it)."""
     lines = [
-        "| artifact | dtype | device | rule | bound | reason | measured |",
-        "|---|---|---|---|---|---|---|",
+        "| artifact | recipe | dtype | device | rule | bound | reason | measured |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in TOLERANCES:
-        bound = "" if t.bound is None else f"{t.bound:g}"
+        bound = "" if t.bound is None else f"{t.bound:.3g}"
+        recipe = "all" if t.recipe == "*" else t.recipe
         lines.append(
-            f"| {t.artifact} | {t.dtype} | {t.device} | {t.rule} | {bound} | {t.reason} | {t.measured} |"
+            f"| {t.artifact} | {recipe} | {t.dtype} | {t.device} | {t.rule} | {bound} | {t.reason} | {t.measured} |"
         )
     return "\n".join(lines)
 
@@ -320,8 +350,9 @@ class CrossResult:
         return asdict(self)
 
 
-def compare_sides(legacy_dir: Path, new_dir: Path, device: str = "cpu") -> list[CrossResult]:
-    """Every tier C artifact of two side folders, in ``EXACT_ARTIFACTS + TOLERANCED_ARTIFACTS`` order."""
+def compare_sides(legacy_dir: Path, new_dir: Path, recipe: str, device: str = "cpu") -> list[CrossResult]:
+    """Every tier C artifact of two side folders of a ``recipe`` run, in ``EXACT_ARTIFACTS +
+    TOLERANCED_ARTIFACTS`` order (the toleranced rows are the recipe's own)."""
     from safetensors.numpy import load_file
 
     legacy_json = json.loads((legacy_dir / "artifacts.json").read_text())
@@ -330,7 +361,7 @@ def compare_sides(legacy_dir: Path, new_dir: Path, device: str = "cpu") -> list[
     legacy_arrays = load_file(str(legacy_dir / "arrays.safetensors"))
     new_arrays = load_file(str(new_dir / "arrays.safetensors"))
     for name in TOLERANCED_ARTIFACTS:
-        results.append(_compare_numeric(name, legacy_arrays, new_arrays, device))
+        results.append(_compare_numeric(name, legacy_arrays, new_arrays, device, recipe))
     return results
 
 
@@ -352,12 +383,12 @@ def _compare_exact(name: str, legacy: Any, new: Any) -> CrossResult:
 
 
 def _compare_numeric(
-    name: str, legacy: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray], device: str
+    name: str, legacy: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray], device: str, recipe: str
 ) -> CrossResult:
     keys = sorted(k for k in legacy if k == name or k.startswith(name + "/"))
     new_keys = sorted(k for k in new if k == name or k.startswith(name + "/"))
     dtype = str(legacy[keys[0]].dtype) if keys else "float32"
-    row = tolerance_for(name, dtype, device)
+    row = tolerance_for(name, dtype, device, recipe=recipe)
     if row.rule == "skip":
         return CrossResult(name, "skip", None, "skip", row.reason)
     if keys != new_keys:
@@ -431,8 +462,9 @@ def run_cross(
 
     ``recipes`` defaults to every single-rank recipe (:data:`CROSS_RECIPES`). ``seeds`` (the initial
     weights' seed and ``train.seed``) default to one run from :data:`DEFAULT_SEED` with the recipe's
-    own ``train.seed``; the bounds of ``TOLERANCES`` were measured with seeds 1 to 5. The report
-    keeps every run's results and, per toleranced artifact, the largest difference with its run.
+    own ``train.seed``; the bounds of ``TOLERANCES`` were measured with :data:`MEASURED_SEEDS`. The
+    report keeps every run's results and, per toleranced artifact, the largest difference with its
+    run, overall (``largest``) and per recipe (``largest_by_recipe``: what :data:`MEASURED` holds).
     ``new_overrides`` (YAML overrides for the new side only) plant a divergence: the self-test of
     tier C (``tests/mindspore/parity/test_cross.py``) checks that the right artifact goes red.
     """
@@ -461,7 +493,7 @@ def run_cross(
                     {
                         "recipe": recipe,
                         "seed": seed,
-                        "results": compare_sides(where / "legacy", where / "new"),
+                        "results": compare_sides(where / "legacy", where / "new", recipe),
                     }
                 )
     for run in runs:
@@ -473,6 +505,7 @@ def run_cross(
             "steps": {r: CROSS_RECIPES[r] for r in recipes},
             "runs": [{**run, "results": [r.to_dict() for r in run["results"]]} for run in runs],
             "largest": worst,
+            "largest_by_recipe": largest_by_recipe(runs),
             "tolerances": [asdict(t) for t in TOLERANCES],
         }
         tmp_path = report_dir / "cross.json.tmp"
@@ -496,6 +529,20 @@ def run_cross(
             f"  repro: python -m parity cross --recipe {run['recipe']}{seed_flag}"
         )
     return 1 if failed else 0
+
+
+def largest_by_recipe(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per recipe and toleranced artifact, the largest ``max_abs`` over that recipe's runs, with its
+    seed and the seeds measured: the shape of :data:`MEASURED`."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for recipe in dict.fromkeys(run["recipe"] for run in runs):
+        mine = [run for run in runs if run["recipe"] == recipe]
+        seeds = sorted(run["seed"] for run in mine if run["seed"] is not None)
+        out[recipe] = {
+            name: {"max_abs": found["max_abs"], "seed": found["seed"], "seeds": seeds}
+            for name, found in largest_differences(mine).items()
+        }
+    return out
 
 
 def largest_differences(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -48,7 +48,7 @@ def _copy_new(sides: Path, tmp_path: Path) -> Path:
 
 
 def test_same_framework_sides_are_identical(sides: Path) -> None:
-    results = cross.compare_sides(sides / "legacy", sides / "new")
+    results = cross.compare_sides(sides / "legacy", sides / "new", "dummy")
     assert [r.artifact for r in results] == [*cross.EXACT_ARTIFACTS, *cross.TOLERANCED_ARTIFACTS]
     assert {r.status for r in results} == {"pass"}, [r.detail for r in results if r.status != "pass"]
     for r in results:
@@ -63,7 +63,7 @@ def test_a_scaled_weight_beyond_the_bound_is_named(sides: Path, tmp_path: Path) 
     assert key in arrays, sorted(arrays)[:5]
     arrays[key] = arrays[key] + np.float32(1e-2)  # every element, far beyond the 1e-4 bound
     save_file(arrays, str(new / "arrays.safetensors"))
-    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new, "dummy")}
     assert by_name["weights"].status == "FAIL"
     assert key in by_name["weights"].detail and by_name["weights"].first_index == 0
     assert by_name["losses"].status == "pass"
@@ -74,31 +74,41 @@ def test_a_changed_lr_value_fails_the_exact_artifact(sides: Path, tmp_path: Path
     data = json.loads((new / "artifacts.json").read_text())
     data["lr_curve"][2] = {"__parity__": "float", "hex": float.hex(1e-3), "repr": "0.001"}
     (new / "artifacts.json").write_text(json.dumps(data))
-    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+    by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new, "dummy")}
     assert by_name["lr_curve"].status == "FAIL" and "lr_curve[2]" in by_name["lr_curve"].detail
     assert by_name["param_groups"].status == "pass"
 
 
 def test_a_loss_curve_within_the_bound_passes_and_beyond_fails(sides: Path, tmp_path: Path) -> None:
-    bound = cross.tolerance_for("losses", "float64", "cpu").bound
+    bound = cross.tolerance_for("losses", "float64", "cpu", recipe="dummy").bound
     assert bound is not None
     for delta, status in ((bound / 2, "pass"), (bound * 10, "FAIL")):
         new = _copy_new(sides, tmp_path / status)
         arrays = load_file(str(new / "arrays.safetensors"))
         arrays["losses"] = arrays["losses"] + delta
         save_file(arrays, str(new / "arrays.safetensors"))
-        by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new)}
+        by_name = {r.artifact: r for r in cross.compare_sides(sides / "legacy", new, "dummy")}
         assert by_name["losses"].status == status, by_name["losses"]
 
 
-def test_every_artifact_has_one_row() -> None:
-    names = [t.artifact for t in cross.TOLERANCES]
-    assert sorted(names) == sorted([*cross.EXACT_ARTIFACTS, *cross.TOLERANCED_ARTIFACTS])
-    assert len(set(names)) == len(names)
+def test_every_artifact_has_one_row_per_recipe() -> None:
+    """An exact row holds for every recipe; a toleranced artifact has a row of its own per recipe."""
+    keys = [(t.artifact, t.recipe) for t in cross.TOLERANCES]
+    assert len(set(keys)) == len(keys)
+    expected = [(name, "*") for name in cross.EXACT_ARTIFACTS]
+    expected += [(name, recipe) for name in cross.TOLERANCED_ARTIFACTS for recipe in cross.CROSS_RECIPES]
+    assert sorted(keys) == sorted(expected)
+    for recipe in cross.CROSS_RECIPES:
+        assert cross.tolerance_for("weights", "float32", "cpu", recipe=recipe).recipe == recipe
+        assert cross.tolerance_for("batches", "int64", "cpu", recipe=recipe).rule == "exact"
     table = cross.tolerance_table_markdown()
     assert table.count("\n") == len(cross.TOLERANCES) + 1
-    with pytest.raises(KeyError, match="no tier C tolerance for artifact 'logits' \\(float32, npu\\)"):
-        cross.tolerance_for("logits", "float32", "npu")
+    with pytest.raises(
+        KeyError, match="no tier C tolerance for artifact 'logits' \\(float32, npu, recipe 'dummy'\\)"
+    ):
+        cross.tolerance_for("logits", "float32", "npu", recipe="dummy")
+    with pytest.raises(KeyError, match="recipe 'dp2_padded'"):
+        cross.tolerance_for("logits", "float32", "cpu", recipe="dp2_padded")
     with pytest.raises(ValueError, match="rule 'max_abs' and bound None disagree"):
         cross.Tolerance("x", "float32", "cpu", "max_abs", None, "why", "0")
 
@@ -145,14 +155,61 @@ def test_the_largest_difference_names_its_run() -> None:
     }
 
 
-def test_every_bound_is_three_times_the_largest_difference_measured() -> None:
-    """Each toleranced row comes from data (``cross.MEASURED``): 3x the largest difference of the
-    measured runs, and that difference's run is one of them."""
-    assert {recipe for recipe, _seed in cross.MEASURED_RUNS} == set(cross.CROSS_RECIPES)
+def test_the_largest_difference_per_recipe_names_its_seed() -> None:
+    def result(artifact: str, max_abs: float) -> cross.CrossResult:
+        return cross.CrossResult(artifact, "max_abs", 1.0, "pass", "", max_abs=max_abs)
+
+    runs = [
+        {"recipe": "dummy", "seed": 1, "results": [result("losses", 1e-6)]},
+        {"recipe": "alpaca", "seed": 1, "results": [result("losses", 9e-6)]},
+        {"recipe": "dummy", "seed": 2, "results": [result("losses", 2e-6), result("weights", 3e-7)]},
+    ]
+    assert cross.largest_by_recipe(runs) == {
+        "dummy": {
+            "losses": {"max_abs": 2e-6, "seed": 2, "seeds": [1, 2]},
+            "weights": {"max_abs": 3e-7, "seed": 2, "seeds": [1, 2]},
+        },
+        "alpaca": {"losses": {"max_abs": 9e-6, "seed": 1, "seeds": [1]}},
+    }
+
+
+def test_every_bound_is_three_times_the_largest_difference_of_its_recipe_over_five_seeds() -> None:
+    """Each toleranced row comes from data (``cross.MEASURED``): 3x the largest difference of its
+    recipe's measured runs (at least 5 seeds each), and the row names that seed and the seeds."""
+    assert set(cross.MEASURED) == set(cross.CROSS_RECIPES)
+    for recipe in cross.CROSS_RECIPES:
+        seeds = sorted(s for r, s in cross.MEASURED_RUNS if r == recipe)
+        assert len(seeds) >= 5, (recipe, seeds)
     for row in cross.TOLERANCES:
         if row.rule == "exact":
+            assert row.recipe == "*", row
             continue
-        found = cross.MEASURED[row.artifact]
-        assert (found["recipe"], found["seed"]) in cross.MEASURED_RUNS
+        found = cross.MEASURED[row.recipe][row.artifact]
+        assert (row.recipe, found["seed"]) in cross.MEASURED_RUNS
         assert row.bound == cross.bound_from(found["max_abs"]) == 3 * found["max_abs"], row
-        assert row.measured.startswith(f"{found['max_abs']:.2e} ({found['recipe']}, seed {found['seed']})")
+        seeds = ", ".join(str(s) for r, s in cross.MEASURED_RUNS if r == row.recipe)
+        assert row.measured == f"{found['max_abs']:.3e} (seed {found['seed']}); seeds {seeds}", row
+
+
+def test_cross_measure_reads_a_kept_folder_and_names_what_the_table_would_not_pass(
+    sides: Path, tmp_path: Path, capsys
+) -> None:
+    from parity.tools import cross_measure
+
+    for seed in (1, 2):
+        for side in ("legacy", "new"):
+            where = tmp_path / "keep" / "dummy" / f"seed_{seed}" / side
+            shutil.copytree(sides / side, where, ignore=shutil.ignore_patterns("work"))
+    arrays = load_file(str(tmp_path / "keep/dummy/seed_2/new/arrays.safetensors"))
+    bound = cross.tolerance_for("losses", "float64", "cpu", recipe="dummy").bound
+    assert bound is not None
+    arrays["losses"] = arrays["losses"] + 2 * bound
+    save_file(arrays, str(tmp_path / "keep/dummy/seed_2/new/arrays.safetensors"))
+    found = cross_measure.measure_kept(tmp_path / "keep")
+    assert found["dummy"]["losses"]["seed"] == 2 and found["dummy"]["weights"]["max_abs"] == 0.0
+    assert found["dummy"]["losses"]["seeds"] == [1, 2]
+    assert cross_measure.main([str(tmp_path / "keep")]) == 1
+    out = capsys.readouterr().out
+    assert "# dummy: seeds 1, 2" in out and "beyond the table: dummy/losses:" in out
+    assert cross_measure.main([str(tmp_path / "nothing")]) == 2
+    assert "neither a cross.json report nor a --keep folder" in capsys.readouterr().err
