@@ -12,9 +12,10 @@ that stops inside or at the end of an earlier epoch must not start the next one)
   (``--explore-budget SECONDS``; one without it); a failure is shrunk to the smallest diverging
   point, written as YAML under ``parity/reports/explore/<id>/`` with a one-line reproduce
   command, and localised;
-- ``explore_resume``: resume anywhere: a drawn point (1, 2 or 3 ranks) and step ``k``; each
-  trainer resumed from each trainer's ``step_k`` must reproduce the uninterrupted run's steps
-  ``k+1..T`` bit for bit (plus one fixed single-rank point, so the default run checks it too).
+- ``explore_resume``: resume anywhere: a drawn point (1 rank; 1, 2 or 3 with a budget) and step
+  ``k``; each trainer resumed from each trainer's ``step_k`` must reproduce the uninterrupted
+  run's steps ``k+1..T`` bit for bit, and a resumed ``HyperTrainer`` must dispatch the events a
+  resumed ``LLMTrainer`` does (plus one fixed single-rank point, so the default run checks it too).
 
 Nightly: ``HYPOTHESIS_PROFILE=explore python -m parity run --tag explore --explore-budget 3600``
 (the ``explore`` profile allows 2000 examples; the budget ends the run). A shrunk point reruns with

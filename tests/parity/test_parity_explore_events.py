@@ -47,9 +47,11 @@ def test_first_epoch_stop_reads_the_data_length():
     assert space.first_epoch_stop(text) == "inside"  # 198 rows, 4 per step, 3 steps
 
 
-def test_drawn_resume_points_reach_every_world_size():
+@pytest.mark.parametrize(("budget", "expected"), [("0", {1}), ("60", {1, 2, 3})])
+def test_drawn_resume_points_reach_every_world_size_with_a_budget(monkeypatch, budget, expected):
     from hypothesis import given, settings
 
+    monkeypatch.setenv(strategies.BUDGET_ENV, budget)
     worlds: set[int] = set()
 
     @settings(max_examples=200, database=None, derandomize=True)
@@ -61,7 +63,7 @@ def test_drawn_resume_points_reach_every_world_size():
         worlds.add(point["world"])
 
     draw()
-    assert worlds == {1, 2, 3}
+    assert worlds == expected
 
 
 def test_a_planted_extra_epoch_is_named_as_the_events(fresh_runs, monkeypatch):
