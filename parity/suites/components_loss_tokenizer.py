@@ -168,12 +168,26 @@ def new_loss(*, seed: int, dtype: str, batch: int, seq: int, data_seed: int, ign
 def legacy_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
     del chunks
     ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
-    return _legacy_forward_loss(debug_model(0), ids, labels)
+    return {**_legacy_forward_loss(debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
 
 
 def new_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
     ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
-    return _component_loss(debug_model(0), ids, labels, chunks)
+    tokens = _new_tokens(_new_loss(chunks), labels)
+    return {**_component_loss(debug_model(0), ids, labels, chunks), "tokens": tokens}
+
+
+def _legacy_tokens(labels) -> list[int]:
+    """The legacy train step's micro-batch token weight: ``count_loss_token`` on the batch mapping."""
+    from hyper_parallel.trainer.utils.loss import count_loss_token
+
+    return [count_loss_token({"labels": labels}), count_loss_token({"labels": labels[:1]})]
+
+
+def _new_tokens(loss, labels) -> list[int]:
+    """``loss.count_tokens`` as ``HyperTrainer.train_step`` calls it (the micro-batch mapping), on the
+    whole batch and on its first row (a second micro-batch with its own count)."""
+    return [loss.count_tokens({"labels": labels}), loss.count_tokens({"labels": labels[:1]})]
 
 
 class _Leaf:
@@ -242,7 +256,7 @@ def legacy_loss_ignore_index(
     ids, labels, _ = _relabelled_batch(
         ignore_index=ignore_index, batch=batch, seq=seq, data_seed=data_seed, ignore=ignore
     )
-    return _legacy_forward_loss(debug_model(0), ids, labels)
+    return {**_legacy_forward_loss(debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
 
 
 def new_loss_ignore_index(
@@ -259,7 +273,10 @@ def new_loss_ignore_index(
         loss = ChunkedCELoss.Config(chunks=chunks, ignore_index=ignore_index).build()
     model = debug_model(0)
     _clear_grads(model)
-    return _loss_and_grads(model, loss(model.forward_logits(ids), labels))
+    return {
+        **_loss_and_grads(model, loss(model.forward_logits(ids), labels)),
+        "tokens": _new_tokens(loss, labels),
+    }
 
 
 def _loss_and_grads_any(model, loss) -> dict[str, Any]:
