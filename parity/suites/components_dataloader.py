@@ -679,6 +679,20 @@ def new_groups(**kw: Any) -> dict[str, Any]:
     return _groups_tree(loader.micro_batch_iterator(), loader.grad_accum)
 
 
+def legacy_groups_epoch(*, epoch: int, **kw: Any) -> dict[str, Any]:
+    """The legacy train loop's epoch start: ``sampler.set_epoch(epoch)``, then the grouped iterator."""
+    trainer = _short_legacy_trainer(**kw)
+    trainer.sampler.set_epoch(epoch)
+    return _groups_tree(trainer._make_micro_batch_iterator(), trainer._grad_accum)
+
+
+def new_groups_epoch(*, epoch: int, **kw: Any) -> dict[str, Any]:
+    """``HyperTrainer``'s epoch start: ``dataloader.set_epoch(epoch)``, then ``micro_batch_iterator()``."""
+    loader = _short_new_loader(**kw)
+    loader.set_epoch(epoch)
+    return _groups_tree(loader.micro_batch_iterator(), loader.grad_accum)
+
+
 _FIELD_BASE = {**_BASE, "data": "short_text", "tok": "pad", "mbs": 2, "gbs": 4}
 FIELD_CASES: tuple[dict[str, Any], ...] = (
     {**_FIELD_BASE, "train_size": 13},  # 13 of 39 rows
@@ -717,4 +731,13 @@ REGISTRY.grid(
     tags=("dataloader",),
     legacy=legacy_groups,
     new=new_groups,
+)
+# A later epoch (the reshuffle ``set_epoch`` drives): epoch 2 of the first grouping case.
+REGISTRY.pair(
+    "dataloader_set_epoch_groups",
+    params={**GROUP_CASES[0], "epoch": 2},
+    kind="batches",
+    tags=("dataloader",),
+    legacy=legacy_groups_epoch,
+    new=new_groups_epoch,
 )

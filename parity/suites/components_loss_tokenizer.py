@@ -3,7 +3,10 @@
 Loss, tier A: the legacy in-forward loss ``model(input_ids, labels)["loss"]`` against
 ``loss(model.forward_logits(input_ids), labels)`` on the same seeded debug model and batch, loss
 value and every parameter gradient bit for bit (``chunks=0`` means ``CrossEntropyLoss``, else
-``ChunkedCELoss(chunks)``). The model is the shared leaf; only the loss code differs.
+``ChunkedCELoss(chunks)``). The model is the shared leaf; only the loss code differs. The
+ignore_index and drawn pairs also compare the micro-batch token weight (``tokens``): the legacy
+train step's ``count_loss_token`` against ``loss.count_tokens`` as ``HyperTrainer.train_step``
+calls it, so a count that ignores the configured ``ignore_index`` turns them red.
 
 Tokenizer, tier A: token ids, decoded text, pad/eos ids and size from the legacy
 ``LLMTrainer._build_model_assets`` tokenizer against ``HuggingFaceTokenizer``, on a fixed

@@ -192,6 +192,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "dataloader_preset": ("dl_shuffle_forced",),
     "dataloader_preset_golden": ("dl_shuffle_forced",),
     "dataloader_resume_golden": ("dl_cutoff_off_by_one",),
+    "dataloader_set_epoch_groups": ("dl_set_epoch_ignored",),
     "e2e.trainer_e2e-artifact=batches-recipe=alpaca": ("dl_shuffle_forced",),
     "e2e.trainer_e2e-artifact=batches-recipe=dp2_padded": ("dl_seed_per_rank",),
     "e2e.trainer_e2e-artifact=batches-recipe=dummy": ("dl_dummy_samples_local_batch",),
@@ -402,6 +403,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "profiler_new_run": ("prof_active_off_by_one",),
     "profiler_run_hypothesis": ("prof_active_off_by_one",),
     "reseed": ("platform_generator_unseeded",),
+    "shared_hf_load_truncation_relation": ("blind_shared_hf_load_extra_layer",),
     "token_ids.component_tokenizer_config_pad_vs_legacy-pad=endoftext-variant=pad": (
         "tok_config_pad_only_when_missing",
     ),

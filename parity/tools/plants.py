@@ -1963,6 +1963,17 @@ PLANTS: tuple[Plant, ...] = (
     # Each was written for a case of parity/tools/claims.py's UNMEASURED list (the one named in
     # needs) and measured against it with `python -m parity selfcheck --plant <name> -- --id <case>`.
     _plant(
+        "dl_set_epoch_ignored",
+        "dataloader",
+        "new",
+        DL,
+        "self.sampler.set_epoch(epoch)",
+        "self.sampler.set_epoch(0)",
+        "the loader's set_epoch keeps epoch 0's permutation (every epoch sees the same order)",
+        needs="dataloader_set_epoch_groups (epoch 2, shuffled)",
+        function="BaseDataLoader.set_epoch",
+    ),
+    _plant(
         "prof_enabled_default_on",
         "profiler",
         "new",
