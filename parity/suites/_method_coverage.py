@@ -124,8 +124,11 @@ def reached_names(func: Any) -> set[str]:
                 names.add("__enter__")
             elif isinstance(node, ast.Call):
                 callee = node.func
-                local = isinstance(callee, ast.Name) and callee.id not in globals_
-                if isinstance(callee, ast.Call) or (local and not hasattr(builtins, callee.id)):
+                if isinstance(callee, ast.Call) or (
+                    isinstance(callee, ast.Name)
+                    and callee.id not in globals_
+                    and not hasattr(builtins, callee.id)
+                ):
                     names.add("__call__")
             elif isinstance(node, ast.Name) and node.id not in seen:
                 # a module function called or passed on (``_layout(manager_save, ...)``)
