@@ -287,6 +287,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "long_lr": ("lrsched_lr_min_as_ratio",),
     "losses.component_loss_ignore_index_vs_legacy-batch=2-chunks=0-data_seed=7-ignore=random-ignore_index=-1-seq=16": (
         "loss_shift_pads_last_with_zero",
+        "blind_loss_count_tokens_default_ignore",
     ),
     "losses.component_loss_ignore_index_vs_legacy-batch=2-chunks=0-data_seed=7-ignore=random-ignore_index=0-seq=16": (
         "loss_shift_default_ignore_index",
