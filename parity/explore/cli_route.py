@@ -7,8 +7,10 @@ command line's YAML path (``examples/debug/train.yaml --a.b=v``), both through C
 line, flag by flag, from a table of its own (``FLAGS``), written from the schema's documentation,
 not from ``legacy_mapping.FIELD_MAP``: a slip in the mapping, in the ``debug`` recipe or in the
 ConfigManager/tyro parsing then shows as a difference against the legacy trainer instead of being
-copied into both routes. Only the overridden keys become flags: every other value must come from
-the recipe, which the debug YAML and the recipe must agree on.
+copied into both routes. Only the overrides that change a value of ``examples/debug/train.yaml``
+become flags: every other value comes from the recipe's own defaults, which must agree with the
+debug YAML (and the legacy schema's defaults) for the runs to match. ``spelling`` writes bools and
+floats in one of the forms the command line accepts (``SPELLINGS``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FLAGS", "cli_argv", "cli_config", "yaml_config"]
+__all__ = ["FLAGS", "SPELLINGS", "cli_argv", "cli_config", "respell", "yaml_config"]
 
 RECIPE = ("--module", "qwen3_5", "--config", "debug")
 
@@ -91,6 +93,66 @@ FLAGS: dict[str, tuple[str, Callable[[str], list[str]]]] = {
 }
 
 
+# spelling -> (true, false, float -> text); every form parses to the same value
+SPELLINGS: dict[str, tuple[str, str, Callable[[float], str]]] = {
+    "lower": ("true", "false", repr),
+    "title": ("True", "False", lambda v: _shortest_exponent(v)),
+    "digit": ("1", "0", lambda v: f"{v:.17e}"),
+}
+
+
+def _shortest_exponent(value: float) -> str:
+    """``1e-03`` for 0.001: the shortest exponent form that reads back as ``value``."""
+    for digits in range(18):
+        text = f"{value:.{digits}e}"
+        if float(text) == value:
+            return text
+    return f"{value:.17e}"
+
+
+def respell(arg: str, spelling: str) -> str:
+    """``arg`` (one flag value as the legacy override wrote it: ``true``, ``0.001``) in ``spelling``."""
+    true, false, number = SPELLINGS[spelling]
+    if arg in ("true", "false"):
+        return true if arg == "true" else false
+    try:
+        int(arg)
+        return arg
+    except ValueError:
+        pass
+    try:
+        return number(float(arg))
+    except ValueError:
+        return arg  # a path or a word
+
+
+def _legacy_defaults_dropped(values: dict[str, str]) -> dict[str, str]:
+    """``values`` without the keys whose value the debug YAML (or the legacy schema) already has."""
+    from parity.legacy_driver import legacy_args
+
+    if not values:
+        return values
+    given = legacy_args(*(f"--{k}={v}" for k, v in values.items()))
+    default = legacy_args()
+
+    def get(args: Any, key: str) -> Any:
+        for part in key.split("."):
+            args = getattr(args, part, None)
+        return args
+
+    return {k: v for k, v in values.items() if get(given, k) != get(default, k)}
+
+
+def _resolve_dp(values: dict[str, str]) -> None:
+    """The legacy ``dp`` alias folded into ``dp_shard`` (dp_shard wins; else dp; else 1)."""
+    dp = values.pop("train.accelerator.dp", None)
+    shard = values.get("train.accelerator.dp_shard")
+    if shard is not None and yaml.safe_load(shard) is None:
+        values["train.accelerator.dp_shard"] = "1" if dp is None or yaml.safe_load(dp) is None else dp
+    elif shard is None and dp is not None and yaml.safe_load(dp) is not None:
+        values["train.accelerator.dp_shard"] = dp  # the debug YAML's dp_shard is -1: never None there
+
+
 def _split(token: str) -> tuple[str, str]:
     key, sep, value = token[2:].partition("=")
     if not token.startswith("--") or not sep:
@@ -98,22 +160,29 @@ def _split(token: str) -> tuple[str, str]:
     return key, value
 
 
-def cli_argv(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> list[str]:
+def cli_argv(
+    overrides: Sequence[str], *, warmup_as_steps: bool = False, spelling: str = "lower"
+) -> list[str]:
     """The recipe command line of legacy ``overrides``; ``warmup_as_steps`` gives the warmup as
     ``--lr_scheduler.warmup_steps ceil(max_steps * ratio)`` (the horizon must be max_steps)."""
-    values = dict(_split(t) for t in overrides)
-    unknown = sorted(k for k in values if k not in FLAGS and k != "data.type")
+    if spelling not in SPELLINGS:
+        raise ValueError(f"spelling={spelling!r}: expected one of {sorted(SPELLINGS)}")
+    given = dict(_split(t) for t in overrides)
+    unknown = sorted(k for k in given if k not in FLAGS and k not in ("data.type", "train.accelerator.dp"))
     if unknown:
         raise ValueError(
             f"no recipe flag for legacy key(s) {unknown}; add them to parity.explore.cli_route.FLAGS"
         )
+    values = _legacy_defaults_dropped(given)
+    _resolve_dp(values)
     # The legacy tokenizer falls back to the weights folder; the recipe's tokenizer path is its own flag.
     if "model.weights_path" in values and "model.tokenizer_path" not in values and "data.type" in values:
         if values["data.type"] not in ("dummy", "preset_pt"):
             values["model.tokenizer_path"] = values["model.weights_path"]
     if warmup_as_steps:
-        ratio = float(values.pop("train.optimizer.lr_warmup_ratio", "0.1"))
-        total = int(values.get("train.max_steps", "20"))
+        values.pop("train.optimizer.lr_warmup_ratio", None)
+        ratio = float(given.get("train.optimizer.lr_warmup_ratio", "0.1"))
+        total = int(given.get("train.max_steps", "20"))
         argv = [
             "--lr_scheduler.warmup_steps",
             str(math.ceil(total * ratio)),
@@ -126,15 +195,15 @@ def cli_argv(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> list
         argv = [*DATALOADER[values.pop("data.type")], *argv]
     for key, value in values.items():
         flag, convert = FLAGS[key]
-        argv += [flag, *convert(value)]
+        argv += [flag, *(respell(arg, spelling) for arg in convert(value))]
     return [*RECIPE, *argv]
 
 
-def cli_config(overrides: Sequence[str], *, warmup_as_steps: bool = False) -> Any:
+def cli_config(overrides: Sequence[str], *, warmup_as_steps: bool = False, spelling: str = "lower") -> Any:
     """``HyperTrainer.Config`` parsed by ``python -m hyper_parallel.train``'s ConfigManager."""
     from hyper_parallel.trainer.legacy_mapping import config_manager
 
-    return _parse(config_manager(), cli_argv(overrides, warmup_as_steps=warmup_as_steps))
+    return _parse(config_manager(), cli_argv(overrides, warmup_as_steps=warmup_as_steps, spelling=spelling))
 
 
 def _parse(manager: Any, argv: list[str]) -> Any:

@@ -4,7 +4,7 @@ The runs are those of ``parity.suites.e2e_trainer`` (``run_legacy``, ``run_new``
 multi-rank launch), so an explore point compares the nine artifacts a recipe compares plus the
 user-callback event sequence (``events``: hooks, step, epoch and arguments, every rank). The
 new side is ``HyperTrainer`` built through the legacy mapping (side ``new``), through the recipe
-command line (sides ``new_cli`` and ``new_cli_wsteps``) or through the command line's YAML path
+command line (sides ``new_cli``, ``new_cli_wsteps`` and their ``_title``/``_digit`` spellings) or through the command line's YAML path
 (``new_yaml``); the last three are registered here into the e2e side table, so forked ranks find
 them too.
 
@@ -33,19 +33,34 @@ SEED = 42
 
 __all__ = ["SEED", "new_side_of", "point_key", "resume_runs", "run_point", "side_artifacts"]
 
-e2e_trainer._SIDES.setdefault("new_cli", functools.partial(run_new, config_of=cli_route.cli_config))
 e2e_trainer._SIDES.setdefault("new_yaml", functools.partial(run_new, config_of=cli_route.yaml_config))
-e2e_trainer._SIDES.setdefault(
-    "new_cli_wsteps",
-    functools.partial(run_new, config_of=functools.partial(cli_route.cli_config, warmup_as_steps=True)),
-)
+
+
+def _cli_side(warmup_as_steps: bool, spelling: str) -> str:
+    """``new_cli``, ``new_cli_wsteps``, ``new_cli_title``, ...: one side per command-line form."""
+    return (
+        "new_cli" + ("_wsteps" if warmup_as_steps else "") + ("" if spelling == "lower" else f"_{spelling}")
+    )
+
+
+for _wsteps in (False, True):
+    for _spelling in cli_route.SPELLINGS:
+        e2e_trainer._SIDES.setdefault(
+            _cli_side(_wsteps, _spelling),
+            functools.partial(
+                run_new,
+                config_of=functools.partial(
+                    cli_route.cli_config, warmup_as_steps=_wsteps, spelling=_spelling
+                ),
+            ),
+        )
 
 
 def new_side_of(point: Mapping[str, Any]) -> str:
-    """The side that builds ``HyperTrainer`` the way the point's ``route`` says."""
+    """The side that builds ``HyperTrainer`` the way the point's ``route`` (and ``spelling``) says."""
     if point["route"] in ("mapping", "yaml"):
         return {"mapping": "new", "yaml": "new_yaml"}[point["route"]]
-    return "new_cli_wsteps" if point["warmup_form"] == "steps" else "new_cli"
+    return _cli_side(point["warmup_form"] == "steps", point["spelling"])
 
 
 def point_key(point: Mapping[str, Any]) -> tuple:

@@ -37,26 +37,33 @@ __all__ = [
 ]
 
 TEXT_DATA = ("text_jsonl", "text_disk", "text_key", "alpaca_masked", "alpaca_plain")
+# Non-empty rows of the text assets (the loaders drop empty rows; nothing else is filtered): all of
+# them, or at least ``train_size`` minus the asset's empty rows. Alpaca rows are left out: a row
+# whose prompt fills ``seq_len`` has no loss token, so their count depends on the sequence length.
+_TEXT_ROWS = {"text_jsonl": (198, 2), "text_disk": (63, 1), "text_key": (35, 4)}  # (non-empty, empty)
 
 # feature -> its values; the first value is the default (what the debug recipe does, or closest).
 FEATURES: dict[str, tuple[Any, ...]] = {
     # data: which source, and its options
     "data": ("dummy", "text_jsonl", "text_disk", "text_key", "alpaca_masked", "alpaca_plain", "preset"),
     "tokenizer": ("none", "eos_pad", "own_pad", "from_weights"),
-    "train_size": ("all", "small"),
+    # small: 24 rows; short: one row less than max_steps global batches (the data ends the run early)
+    "train_size": ("all", "small", "short"),
     "shuffle": (True, False),
     "epochs": (1, 2),
     "seq_len": (16, 32),
     # loop and batches
     "seed": (42, 3),
     "world": (1, 2, 3),
-    "dp_shard": ("auto", "explicit"),
+    # train.accelerator: auto (the YAML's dp_shard -1), dp_shard=world, the legacy dp=world alone
+    # (dp_shard null), or both with dp=1 (dp_shard wins)
+    "dp_shard": ("auto", "explicit", "dp", "both"),
     "micro": (2, 1),
     "accum": (1, 2),
     "steps": (3, 2, 4),
     # LR schedule and optimizer
     "decay": ("cosine", "constant", "linear"),
-    "warmup": (0.25, 0.0, 0.5),
+    "warmup": (0.25, 0.0, 0.5, 0.1),
     "warmup_form": ("ratio", "steps"),
     "lr": (1e-3, 4e-3),
     "lr_min": (1e-4, 0.0),
@@ -83,6 +90,9 @@ FEATURES: dict[str, tuple[Any, ...]] = {
     # how HyperTrainer gets its Config: legacy_to_trainer_config, the recipe command line
     # (--module qwen3_5 --config debug + flags), or the command line's YAML path (train.yaml --a.b=v)
     "route": ("mapping", "cli", "yaml"),
+    # how the recipe command line spells bools and floats (route cli): true/false and repr(x);
+    # True/False and 1.0e-03 forms; 1/0 and 17-digit exponent forms (all parse to the same values)
+    "spelling": ("lower", "title", "digit"),
 }
 
 
@@ -104,8 +114,8 @@ CONSTRAINTS: tuple[Rule, ...] = (
     Rule(
         "data",
         "tokenizer",
-        lambda d, t: (t == "none") == (d in ("dummy", "preset")),
-        "text data needs a tokenizer; dummy and preset_pt run without one",
+        lambda d, t: t != "none" or d in ("dummy", "preset"),
+        "text data needs a tokenizer; dummy and preset_pt run with or without one",
     ),
     Rule("tokenizer", "weights", lambda t, w: t != "from_weights" or w == "hf", "only an HF folder has one"),
     Rule(
@@ -118,8 +128,8 @@ CONSTRAINTS: tuple[Rule, ...] = (
     Rule(
         "data",
         "train_size",
-        lambda d, s: s == "all" or d in TEXT_DATA,
-        "train_size selects rows of an HF/json dataset",
+        lambda d, s: s == "all" or (d in TEXT_DATA and (s == "small" or d in _TEXT_ROWS)),
+        "train_size selects rows of an HF/json dataset (short: of one whose empty rows are known)",
     ),
     Rule(
         "data",
@@ -138,6 +148,12 @@ CONSTRAINTS: tuple[Rule, ...] = (
     ),
     Rule("warmup", "warmup_form", lambda w, f: f == "ratio" or w > 0, "warmup 0 is the same in both forms"),
     Rule("world", "dp_shard", lambda w, s: s == "auto" or w > 1, "an explicit degree 1 is the auto case"),
+    Rule(
+        "route",
+        "spelling",
+        lambda r, s: r == "cli" or s == "lower",
+        "only the recipe command line is respelled",
+    ),
     Rule(
         "bf16",
         "weights",
@@ -197,11 +213,19 @@ def warmup_steps(point: Mapping[str, Any]) -> int | None:
     return None if total is None else math.ceil(total * point["warmup"])
 
 
-# Non-empty rows of the text assets (the loaders drop empty rows; nothing else is filtered): all of
-# them, or at least ``train_size`` minus the asset's empty rows. Alpaca rows are left out: a row
-# whose prompt fills ``seq_len`` has no loss token, so their count depends on the sequence length.
-_TEXT_ROWS = {"text_jsonl": (198, 2), "text_disk": (63, 1), "text_key": (35, 4)}  # (non-empty, empty)
 _SMALL_TRAIN_SIZE = 24
+
+
+def train_size(point: Mapping[str, Any]) -> int | None:
+    """``data.train_size`` of ``point``. ``short`` asks for ``global_batch * steps - 1`` rows: the
+    data then holds fewer than ``steps`` global batches (both trainers lower ``max_steps``), and
+    at least one, since the assets' empty rows lie past the first few (none in rows 0-3, one in
+    rows 0-13, two in rows 0-23)."""
+    if point["train_size"] == "small":
+        return _SMALL_TRAIN_SIZE
+    if point["train_size"] == "short":
+        return global_batch(point) * point["steps"] - 1
+    return None
 
 
 def first_epoch_stop(point: Mapping[str, Any]) -> str | None:
@@ -223,6 +247,8 @@ def first_epoch_stop(point: Mapping[str, Any]) -> str | None:
         return "inside" if steps < per_epoch else "at_end" if steps == per_epoch else "later"
     if point["data"] in _TEXT_ROWS:
         rows, empty = _TEXT_ROWS[point["data"]]
+        if point["train_size"] == "short":
+            return None  # the data ends the run before max_steps, inside its first epoch
         if point["train_size"] == "small":
             rows = _SMALL_TRAIN_SIZE - empty
         return "inside" if steps < rows // global_batch(point) else None
@@ -259,8 +285,12 @@ def render(point: Mapping[str, Any], scratch: Path) -> tuple[str, ...]:
     ]
     if p["betas"] == "b95":
         out.append("--train.optimizer.betas=[0.8, 0.95]")
-    if p["dp_shard"] == "explicit":
+    if p["dp_shard"] in ("explicit", "both"):
         out.append(f"--train.accelerator.dp_shard={p['world']}")
+    if p["dp_shard"] == "dp":
+        out += ["--train.accelerator.dp_shard=null", f"--train.accelerator.dp={p['world']}"]
+    if p["dp_shard"] == "both":
+        out.append("--train.accelerator.dp=1")
     if not p["reshard"]:
         out.append("--train.accelerator.reshard_after_forward=false")
     if p["save_steps"]:
@@ -350,7 +380,8 @@ def _data(p: Mapping[str, Any], scratch: Path) -> list[str]:
     from parity import assets
 
     kind = p["data"]
-    size = ["--data.train_size=24"] if p["train_size"] == "small" else []
+    rows = train_size(p)
+    size = [] if rows is None else [f"--data.train_size={rows}"]
     if kind == "dummy":
         return []
     if kind == "text_jsonl":
@@ -377,13 +408,33 @@ def _data(p: Mapping[str, Any], scratch: Path) -> list[str]:
         path = assets.short_alpaca_json()
         return ["--data.type=json_file", f"--data.train_path={path}", "--data.template=alpaca", *size]
     if kind == "preset":
-        from parity.suites.e2e_trainer import preset_batches
-
         # One epoch holds steps - 1 global batches: with two epochs the last step comes from the
         # second (reshuffled) pass; with one, the data ends a step early.
         per_epoch = max(1, p["steps"] - 1)
-        path = preset_batches(
-            scratch / "preset.pt", steps=per_epoch, rows=global_batch(p), seq_len=p["seq_len"], vocab=2048
+        path = _ragged_preset(
+            scratch / "preset.pt", steps=per_epoch, rows=global_batch(p), seq_len=p["seq_len"]
         )
         return ["--data.type=preset_pt", f"--data.train_path={path}"]
     raise ValueError(f"data={kind!r}: expected one of {FEATURES['data']}")
+
+
+def _ragged_preset(path: Path, *, steps: int, rows: int, seq_len: int, vocab: int = 2048) -> Path:
+    """A preset_pt file of ``steps`` entries, each a list of one-row dicts of 0 to 5 tokens fewer
+    than ``seq_len``: micro-batches pad to their longest row, so the pad id (the tokenizer's, or 0
+    without one) is in the batches. Prompts of 0 to ``seq_len - 7`` tokens are masked, as in
+    ``e2e_trainer.preset_batches``."""
+    import torch
+
+    g = torch.Generator().manual_seed(11)
+    entries = []
+    for _ in range(steps):
+        entry = []
+        for _ in range(rows):
+            length = seq_len - int(torch.randint(0, 6, (1,), generator=g))
+            ids = torch.randint(0, vocab, (1, length), generator=g)
+            labels = ids.clone()
+            labels[0, : max(0, int(torch.randint(0, seq_len, (1,), generator=g)) - 6)] = -100
+            entry.append({"input_ids": ids, "labels": labels})
+        entries.append(entry)
+    torch.save(entries, path)
+    return path

@@ -268,7 +268,12 @@ def _layout(workdir: Path) -> dict[str, Any]:
 def _checkpoint(root: Path) -> dict[str, Any] | None:
     if not any(root.glob("step_*")):
         return None  # a run without checkpoints (save_steps 0): compared as absent
-    return _read_checkpoint(root)
+    out = _read_checkpoint(root)
+    # The run settings a resume checks (schedule, batch, max_steps the run really has): compared
+    # too; the manifest's file hashes, format and step are not (the state above holds the data).
+    manifest = json.loads((root / out["dir"] / "manifest.json").read_text())
+    out["manifest_settings"] = manifest.get("settings")
+    return out
 
 
 def _artifacts(
