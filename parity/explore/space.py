@@ -380,8 +380,8 @@ def _data(p: Mapping[str, Any], scratch: Path) -> list[str]:
     from parity import assets
 
     kind = p["data"]
-    rows = train_size(p)
-    size = [] if rows is None else [f"--data.train_size={rows}"]
+    size_rows = train_size(p)
+    size = [] if size_rows is None else [f"--data.train_size={size_rows}"]
     if kind == "dummy":
         return []
     if kind == "text_jsonl":
