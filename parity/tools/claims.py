@@ -242,6 +242,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "e2e_explore.explore_cover-point=1": (
         "step_clip_decay_group_only",
         "blind_cfgmgr_bool_case_sensitive",
+        "blind_ht_epoch_break_strict",
     ),
     "e2e_explore.explore_cover-point=10": ("step_clip_decay_group_only",),
     "e2e_explore.explore_cover-point=11": (
