@@ -46,12 +46,16 @@ was changed for them::
 
 Together: 15 of the 25 plants expected to be caught were caught (60%), 9 survived, 1 timed out
 (``blind_platform_collate_int32``: the planted suite did not finish in 1200 s, so nothing was
-named), and the 5 inert plants stayed green. The survivors then shaped general mechanisms, each
-measured red on its plant afterwards: the callback-event artifact of every e2e/explore run
-(epoch break), the covering set's recipe-default and spelling routes, preset with a tokenizer,
-the legacy ``dp``/``dp_shard`` spellings and the manifest's recorded settings (parity/explore),
-count_tokens in the loss pairs and the method-coverage table (parity/suites/_method_coverage.py),
-and the HF truncation relation (parity/suites/shared_relations.py).
+named), and the 5 inert plants stayed green. The survivors then shaped general mechanisms, and
+seven of them were measured red afterwards (``selfcheck --plant ... -- --tag explore`` or ``-k`` on
+the new cases): the callback-event artifact of every e2e/explore run (epoch break: 9 covering
+points), the cli route that passes only what differs from the recipe and draws value spellings
+(debug warmup, bool spelling), the legacy ``dp``/``dp_shard`` forms and the manifest's recorded
+settings with data that lowers ``max_steps`` (parity/explore), count_tokens in the loss pairs
+(parity/suites/_method_coverage.py keeps every method the trainer calls covered) and the HF
+truncation relation (parity/suites/shared_relations.py). ``blind_ht_preset_tokenizer_never_built``
+still survives: the covering set's preset point with its own pad token uses one-row micro-batches,
+which never pad.
 ``blind_ckpt_resume_export_step_not_set`` needs a resume with nothing left to train, which a
 resume at or past ``max_steps`` now refuses: it is close to an equivalent mutant.
 """
