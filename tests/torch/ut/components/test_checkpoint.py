@@ -48,6 +48,9 @@ def test_cases_are_registered():
         "checkpoint.component_checkpoint_resume-steps=2",
         "checkpoint.component_checkpoint_async-steps=2",
         "checkpoint.component_checkpoint_manager-steps=5",
+        # shared HF loading: a folder with extra layers loads like the exact one (shared_relations)
+        "checkpoint.shared_hf_load_truncation_relation-extra_layers=1-sharded=false-unknown_keys=false",
+        "checkpoint.shared_hf_load_truncation_relation-extra_layers=2-sharded=true-unknown_keys=true",
     }
 
 
