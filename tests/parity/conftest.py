@@ -24,3 +24,17 @@ import pytest
 def pytest_unconfigure(config: pytest.Config) -> None:
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def fresh_explore_runs(monkeypatch, tmp_path):
+    """Explore's run caches cleared around a test; a failing case writes its point into tmp_path."""
+    from parity.explore import runner, shrunk
+    from parity.suites import e2e_explore as ex
+
+    monkeypatch.setattr(shrunk, "DEFAULT_DIR", tmp_path / "explore")
+    runner._CACHE.clear()
+    ex._RESUME_CACHE.clear()
+    yield
+    runner._CACHE.clear()
+    ex._RESUME_CACHE.clear()

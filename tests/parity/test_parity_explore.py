@@ -25,13 +25,9 @@ from parity.tools import localise_explore
 
 
 @pytest.fixture
-def fresh_runs(monkeypatch, tmp_path):
-    monkeypatch.setattr(shrunk, "DEFAULT_DIR", tmp_path / "explore")  # a failing case writes its point there
-    runner._CACHE.clear()
-    ex._RESUME_CACHE.clear()
+def fresh_runs(fresh_explore_runs):
+    """The explore caches cleared around the test (``fresh_explore_runs`` in conftest.py)."""
     yield
-    runner._CACHE.clear()
-    ex._RESUME_CACHE.clear()
 
 
 def _check(case_id: str, report_dir=None):

@@ -12,19 +12,15 @@ import pytest
 
 from parity import golden
 from parity.engine import Engine
-from parity.explore import runner, shrunk, space, strategies
+from parity.explore import runner, space, strategies
 from parity.suites import REGISTRY
 from parity.suites import e2e_explore as ex
 
 
 @pytest.fixture
-def fresh_runs(monkeypatch, tmp_path):
-    monkeypatch.setattr(shrunk, "DEFAULT_DIR", tmp_path / "explore")  # a failing case writes its point there
-    runner._CACHE.clear()
-    ex._RESUME_CACHE.clear()
+def fresh_runs(fresh_explore_runs):
+    """The explore caches cleared around the test (``fresh_explore_runs`` in conftest.py)."""
     yield
-    runner._CACHE.clear()
-    ex._RESUME_CACHE.clear()
 
 
 def _check(case_id: str):
