@@ -1,7 +1,10 @@
-"""Hypothesis profiles for parity tests: dev, ci, nightly, repro, explore; chosen by ``HYPOTHESIS_PROFILE``.
+"""Hypothesis profiles for parity tests: dev, ci, nightly, repro, explore, selfcheck; chosen by ``HYPOTHESIS_PROFILE``.
 
 ``explore`` is the nightly run of the drawn ``explore`` cases: 2000 examples at most (about two
 hours of runs), so ``--explore-budget`` (seconds) is what ends it.
+
+``selfcheck`` is ``ci`` without the shrink phase: a self-check only asks whether a planted case
+goes red, and shrinking a drawn resume example re-runs whole trainings for minutes.
 
 ``ci`` extends hypothesis's built-in ``ci`` profile (derandomized, no example database, blobs
 printed), which hypothesis itself loads when ``CI`` is set. Without ``HYPOTHESIS_PROFILE`` the
@@ -15,12 +18,12 @@ import os
 
 __all__ = ["PROFILES", "register_profiles", "selected_profile", "load_selected_profile"]
 
-PROFILES = ("dev", "ci", "nightly", "repro", "explore")
+PROFILES = ("dev", "ci", "nightly", "repro", "explore", "selfcheck")
 _builtin_ci = None
 
 
 def register_profiles() -> None:
-    """Register the five profiles (idempotent)."""
+    """Register the six profiles (idempotent)."""
     from hypothesis import HealthCheck, Phase, Verbosity, settings
 
     global _builtin_ci
@@ -28,6 +31,9 @@ def register_profiles() -> None:
         _builtin_ci = settings.get_profile("ci")
     settings.register_profile("dev", max_examples=25, deadline=None, print_blob=True)
     settings.register_profile("ci", parent=_builtin_ci, max_examples=50)
+    settings.register_profile(
+        "selfcheck", parent=settings.get_profile("ci"), phases=[Phase.explicit, Phase.reuse, Phase.generate]
+    )
     settings.register_profile(
         "nightly",
         max_examples=1000,

@@ -7,18 +7,39 @@ pairs among the features already set, among the values allowed with everything c
 Ties go to the earlier value (the default first), so points stay close to the debug recipe where
 coverage does not care. Because every constraint relates two features, a point whose pairs are all
 allowed is valid.
+
+The covering set the suite runs is data, ``covering.json`` beside this module: building it takes
+seconds of search, and every process that registers the cases (each ``parity run``, each pytest
+worker, each self-check plant) would pay them. ``load_covering`` reads it and refuses a file that
+no longer fits the space; ``python -m parity.explore.pairwise`` rewrites it after a change to
+``space`` (a test keeps file and search equal), and the diff shows a reviewer which points moved.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 import random
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from parity.explore import space
 
-__all__ = ["all_pairs", "covered_pairs", "covering_set"]
+__all__ = [
+    "COVERING_FILE",
+    "CoveringFileError",
+    "all_pairs",
+    "covered_pairs",
+    "covering_set",
+    "load_covering",
+]
+
+COVERING_FILE = Path(__file__).with_name("covering.json")
+COVER_SEED = 0  # 42 points; seeds 0-12 give 42-47 with the preset/micro rule
+_REGENERATE = "python -m parity.explore.pairwise"
 
 Pair = tuple[str, Any, str, Any]
 
@@ -94,7 +115,12 @@ def _complete(
 ) -> dict[str, Any] | None:
     """Fill every other feature: the constrained ones by a depth-first search (values tried in
     order of gain), the free ones greedily; None when no valid point extends ``point``."""
-    constrained = {r.a for r in space.CONSTRAINTS} | {r.b for r in space.CONSTRAINTS}
+    # Only features that share a rule can forbid each other's values: check just those partners.
+    partners: dict[str, set[str]] = {}
+    for rule in space.CONSTRAINTS:
+        partners.setdefault(rule.a, set()).add(rule.b)
+        partners.setdefault(rule.b, set()).add(rule.a)
+    constrained = set(partners)
     rest = [n for n in names if n not in point]
     rng.shuffle(rest)
     todo = [n for n in rest if n in constrained] + [n for n in rest if n not in constrained]
@@ -106,9 +132,8 @@ def _complete(
         if i == len(todo):
             return current
         name = todo[i]
-        fits = [
-            v for v in features[name] if all(space.pair_allowed(name, v, o, ov) for o, ov in current.items())
-        ]
+        checks = [(o, ov) for o, ov in current.items() if o in partners.get(name, ())]
+        fits = [v for v in features[name] if all(space.pair_allowed(name, v, o, ov) for o, ov in checks)]
         # Stable sort: among equal gains the earlier (default-first) value wins.
         for value in sorted(fits, key=lambda v: -gain(name, v, current)):
             found = solve({**current, name: value}, i + 1)
@@ -128,3 +153,61 @@ def _key(order: Mapping[str, int], fa: str, va: Any, fb: str, vb: Any) -> Pair:
 def _rank(features: Mapping[str, Sequence[Any]], pair: Pair) -> tuple[int, int]:
     fa, va, fb, vb = pair
     return features[fa].index(va), features[fb].index(vb)
+
+
+# ----------------------------------------------------------------------------- the committed set
+class CoveringFileError(ValueError):
+    """``covering.json`` is missing, malformed, or does not fit ``space`` (rebuild it)."""
+
+
+def covering_text(seed: int = COVER_SEED) -> str:
+    """``covering.json``'s bytes: the seed, then one point per line (features in declaration order)."""
+    rows = ",\n".join("    " + json.dumps(point) for point in covering_set(seed))
+    return f'{{\n  "seed": {seed},\n  "points": [\n{rows}\n  ]\n}}\n'
+
+
+def load_covering(path: Path = COVERING_FILE) -> list[dict[str, Any]]:
+    """The committed covering set; every point must be a valid point of today's ``space``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        points = data["points"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CoveringFileError(
+            f"{path}: unreadable covering set ({exc}); rebuild it with {_REGENERATE}"
+        ) from None
+    out = []
+    for i, point in enumerate(points):
+        problems = space.violations(point) if isinstance(point, dict) else ["not a mapping"]
+        if problems:
+            raise CoveringFileError(
+                f"{path}: point {i} does not fit parity/explore/space.py ({problems[0]}); "
+                f"rebuild it with {_REGENERATE}"
+            )
+        out.append({name: point[name] for name in space.FEATURES})
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=_REGENERATE, description="Rebuild parity/explore/covering.json from parity/explore/space.py."
+    )
+    parser.add_argument("--seed", type=int, default=COVER_SEED, help=f"search seed (default {COVER_SEED})")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the file differs, write nothing")
+    args = parser.parse_args(argv)
+    text = covering_text(args.seed)
+    current = COVERING_FILE.read_text(encoding="utf-8") if COVERING_FILE.is_file() else None
+    n = text.count("\n    {")
+    if args.check:
+        print(
+            f"{COVERING_FILE}: {'up to date' if current == text else 'stale'} ({n} points, seed {args.seed})"
+        )
+        return 0 if current == text else 1
+    from parity.fileio import write_text_atomic
+
+    write_text_atomic(COVERING_FILE, text)
+    print(f"wrote {COVERING_FILE}: {n} points, seed {args.seed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -124,6 +124,13 @@ CONSTRAINTS: tuple[Rule, ...] = (
         lambda d, w: not (d == "preset" and w == "dcp"),
         "preset_pt loads a tokenizer from weights_path when one is set: a DCP folder has none",
     ),
+    Rule(
+        "data",
+        "micro",
+        lambda d, m: d != "preset" or m > 1,
+        "preset rows pad to the longest row of their micro-batch: one-row micro-batches never pad, "
+        "so the pad id (own_pad, eos_pad) would go unseen",
+    ),
     Rule("weights", "weights_dtype", lambda w, t: w != "random" or t == "float32", "random init is float32"),
     Rule(
         "data",

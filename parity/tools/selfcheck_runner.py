@@ -23,8 +23,8 @@ only when every ``caught`` plant was caught and every ``inert`` plant stayed gre
 Children run in parallel (``--jobs``, default: the CPUs this process may use); each runs its cases
 in one process (``PARITY_JOBS=1``), and its CPU profile (``parity.numerics``, portable by default)
 pins it to one intra-op thread. Hypothesis runs
-under its derandomized ``ci`` profile unless ``HYPOTHESIS_PROFILE`` is set, so that two self-checks
-of the same tree give the same table. Arguments after ``--`` go to every ``parity run``
+under its derandomized ``selfcheck`` profile (``ci`` without shrinking) unless
+``HYPOTHESIS_PROFILE`` is set, so that two self-checks of the same tree give the same table. Arguments after ``--`` go to every ``parity run``
 (``-- --tag optimizer``), the baseline's included.
 """
 
@@ -190,7 +190,7 @@ def _child_env(copy: Path, probe: Path) -> dict[str, str]:
     env["PYTHONHASHSEED"] = "0"
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(copy) + (os.pathsep + old if old else "")
-    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env.setdefault("HYPOTHESIS_PROFILE", "selfcheck")  # ci without shrinking: red or green is the question
     # One case worker per run: the plants are what runs in parallel (`-- -j N` overrides it).
     env["PARITY_JOBS"] = "1"
     env["PARITY_SELFCHECK_COPY"] = str(copy)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from hypothesis import settings
@@ -102,6 +103,24 @@ def test_hypothesis_profiles_are_registered():
     assert hsettings.get_profile("ci").derandomize is True  # inherited from hypothesis's built-in ci
     assert selected_profile({"CI": "1"}) == "ci" and selected_profile({}) == "dev"
     assert selected_profile({"HYPOTHESIS_PROFILE": "nightly", "CI": "1"}) == "nightly"
+
+
+def test_self_check_runs_derandomized_and_never_shrinks(tmp_path):
+    """A plant only needs red or green; shrinking a failing resume example re-ran trainings for 5 min."""
+    from hypothesis import Phase
+    from hypothesis import settings as hsettings
+
+    from parity.hypothesis_profiles import register_profiles
+    from parity.tools.selfcheck_runner import _child_env
+
+    register_profiles()
+    profile = hsettings.get_profile("selfcheck")
+    assert profile.derandomize is True and profile.database is None
+    assert Phase.shrink not in profile.phases and Phase.generate in profile.phases
+    assert _child_env(tmp_path, tmp_path / "probe.json")["HYPOTHESIS_PROFILE"] in (
+        "selfcheck",
+        os.environ.get("HYPOTHESIS_PROFILE"),
+    )
 
 
 def test_a_producer_raising_a_base_exception_is_an_error_of_its_case(tmp_path):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 import yaml
@@ -52,7 +53,12 @@ def _first(**want) -> int:
 # ----------------------------------------------------------------------------- the space
 def test_covering_set_is_valid_fixed_and_covers_every_feasible_pair():
     points = ex.COVERING
-    assert points == pairwise.covering_set(ex.COVER_SEED), "the covering set must not depend on the process"
+    assert pairwise.COVERING_FILE.read_text(encoding="utf-8") == pairwise.covering_text(), (
+        "parity/explore/covering.json is stale: rebuild it with python -m parity.explore.pairwise"
+    )
+    assert points == pairwise.covering_set(pairwise.COVER_SEED), (
+        "the covering set must not depend on the process"
+    )
     for p in points:
         assert space.valid(p), space.violations(p)
     required = pairwise.all_pairs()
@@ -265,3 +271,24 @@ def test_without_a_budget_a_drawn_case_runs_one_example_and_passes(fresh_runs, m
     ex.BUDGETS["drawn"].reset()
     assert outcome.ok, outcome.message
     assert len({runner.point_key(p) for p in calls}) == 1
+
+
+def test_a_covering_file_that_no_longer_fits_the_space_is_one_line_naming_file_point_and_fix(tmp_path):
+    point = {**space.default_point(), "micro": 7}
+    bad = tmp_path / "covering.json"
+    bad.write_text(json.dumps({"seed": 0, "points": [space.default_point(), point]}), encoding="utf-8")
+    with pytest.raises(pairwise.CoveringFileError) as info:
+        pairwise.load_covering(bad)
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(bad) in message and "point 1" in message and "micro=7" in message
+    assert "python -m parity.explore.pairwise" in message
+    bad.write_text("{", encoding="utf-8")
+    with pytest.raises(pairwise.CoveringFileError, match="unreadable covering set"):
+        pairwise.load_covering(bad)
+
+
+def test_preset_points_use_micro_batches_that_pad():
+    # A one-row micro-batch of preset rows never pads: the pad id would go unseen.
+    assert all(p["micro"] > 1 for p in ex.COVERING if p["data"] == "preset")
+    assert any(p["data"] == "preset" and p["tokenizer"] == "own_pad" for p in ex.COVERING)
