@@ -12,6 +12,11 @@ The full self-check (``python -m parity selfcheck``) still runs every plant agai
 suite; this one runs each plant against its claimants only, so it fits a CI budget. Without a
 baseline run: a case that is red with no plant is the ordinary suite's news, and ``.ci/run``
 runs that first.
+
+Scheduling: a plant's claimants are cut into chunks of about ``CHUNK_COST`` seconds (cases that
+share one training run stay together: ``Case.share``), and chunks start longest first, so one plant
+carrying many end-to-end cases no longer runs alone at the end while the other cores idle. The
+chunks of a plant share its one planted copy.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -32,9 +38,15 @@ from parity.tools.claims import CLAIMS, UNMEASURED
 from parity.tools.plants import PLANTS, Plant, PlantError
 from parity.tools.selfcheck_runner import RunResult, copy_project, default_jobs, project_root, run_suite
 
-__all__ = ["QuickPlan", "QuickResult", "claims_of", "main", "make_plan", "misses"]
+__all__ = ["Chunk", "QuickPlan", "QuickResult", "chunks_of", "claims_of", "main", "make_plan", "misses"]
 
 BACKEND = "torch"  # the backend every CI machine has
+
+# Rough seconds per case (a training run shared by several cases counts once), by kind; only the
+# order and size of chunks depend on it, never a verdict.
+KIND_COST = {"e2e_explore": 6.0, "e2e": 5.0, "train_curve": 3.0}
+DEFAULT_COST = 0.5
+CHUNK_COST = 30.0
 
 
 def claims_of(case: Case, claims: Mapping[str, Sequence[str]] = CLAIMS) -> tuple[str, ...]:
@@ -103,6 +115,45 @@ class QuickResult:
     seconds: float = 0.0
 
 
+@dataclass
+class Chunk:
+    """Some of one plant's claimants, run by one ``parity run`` in the plant's copy."""
+
+    plant: str
+    index: int
+    cases: list[str]
+    cost: float
+
+
+def chunks_of(
+    plant: str, case_ids: Sequence[str], cases: Mapping[str, Case], limit: float = CHUNK_COST
+) -> list[Chunk]:
+    """``case_ids`` cut into chunks of cost <= ``limit`` (a single larger unit is a chunk alone);
+    the cases of one shared run (``Case.share``) are one unit, in first-seen order."""
+    units: dict[str, list[str]] = {}
+    for case_id in case_ids:
+        case = cases.get(case_id)
+        key = (case.share if case is not None else None) or case_id
+        units.setdefault(key, []).append(case_id)
+    out: list[Chunk] = []
+    current: list[str] = []
+    cost = 0.0
+    for ids in units.values():
+        unit = max(_cost(cases.get(i)) for i in ids)
+        if current and cost + unit > limit:
+            out.append(Chunk(plant, len(out), current, cost))
+            current, cost = [], 0.0
+        current = [*current, *ids]
+        cost += unit
+    if current:
+        out.append(Chunk(plant, len(out), current, cost))
+    return out
+
+
+def _cost(case: Case | None) -> float:
+    return KIND_COST.get(case.kind, DEFAULT_COST) if case is not None else DEFAULT_COST
+
+
 def misses(result: QuickResult) -> list[str]:
     """One line per claimed case the plant left green (or one for a plant that did not run)."""
     if result.error is not None:
@@ -116,21 +167,71 @@ def misses(result: QuickResult) -> list[str]:
     ]
 
 
-def _check_one(plant: Plant, cases: list[str], *, source: Path, workdir: Path, timeout: float) -> QuickResult:
+class _PlantedCopy:
+    """One plant's copy of the project, made (and planted) by whichever of its chunks runs first."""
+
+    def __init__(self, plant: Plant, folder: Path, source: Path) -> None:
+        self.plant, self.folder, self.source = plant, folder, source
+        self._lock = threading.Lock()
+        self._copy: Path | None = None
+        self._error: str | None = None
+
+    def get(self) -> Path:
+        with self._lock:
+            if self._copy is None and self._error is None:
+                try:
+                    copy = copy_project(self.source, self.folder / "project")
+                    self.plant.apply(copy)
+                    self._copy = copy
+                except PlantError as exc:
+                    self._error = str(exc)
+                except OSError as exc:
+                    self._error = f"{type(exc).__name__}: {exc}"
+            if self._error is not None:
+                raise _CopyFailed(self._error)
+            assert self._copy is not None
+            return self._copy
+
+
+class _CopyFailed(Exception):
+    pass
+
+
+def _run_chunk(
+    chunk: Chunk, planted: _PlantedCopy, *, timeout: float
+) -> tuple[Chunk, RunResult | None, str | None, float]:
     start = time.perf_counter()
-    result = QuickResult(plant.name, cases)
-    folder = workdir / plant.name
     try:
-        copy = copy_project(source, folder / "project")
-        plant.apply(copy)
-        ids = [arg for case in cases for arg in ("--id", case)]
-        result.run = run_suite(copy, ["--backend", BACKEND, *ids], timeout=timeout, work=folder)
-    except PlantError as exc:
-        result.error = str(exc)
+        copy = planted.get()
+    except _CopyFailed as exc:
+        return chunk, None, str(exc), time.perf_counter() - start
+    ids = [arg for case in chunk.cases for arg in ("--id", case)]
+    work = planted.folder / f"chunk{chunk.index}"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run = run_suite(copy, ["--backend", BACKEND, *ids], timeout=timeout, work=work)
     except OSError as exc:
-        result.error = f"{type(exc).__name__}: {exc}"
-    result.seconds = time.perf_counter() - start
-    return result
+        return chunk, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - start
+    return chunk, run, None, time.perf_counter() - start
+
+
+def _merge(result: QuickResult, run: RunResult | None, error: str | None, seconds: float) -> None:
+    """Fold one chunk's run into its plant's result (the first error wins; failed ids add up)."""
+    result.seconds += seconds
+    if result.error is not None:
+        return
+    if error is not None:
+        result.error = error
+        return
+    assert run is not None
+    if result.run is None:
+        result.run = RunResult(rc=0, seconds=0.0)
+    if run.error is not None and result.run.error is None:
+        result.run.error = run.error
+    result.run.failed = [*result.run.failed, *run.failed]
+    result.run.seconds += run.seconds
+    if run.rc != 0:
+        result.run.rc = run.rc
 
 
 def run_quick(
@@ -142,17 +243,25 @@ def run_quick(
     jobs: int | None = None,
     timeout: float = 300.0,
     keep: bool = False,
+    cases: Mapping[str, Case] | None = None,
 ) -> int:
-    """Run the plan; 0 when every claimed case went red under its plant, else 1."""
+    """Run the plan; 0 when every claimed case went red under its plant, else 1. ``cases`` (id ->
+    case, default the registry) only sizes the chunks."""
     start = time.perf_counter()
     lines = list(plan.problems)
     by_name = {p.name: p for p in plants}
     source = Path(source) if source is not None else project_root()
     jobs = jobs or default_jobs()
+    if cases is None:
+        from parity.suites import REGISTRY
+
+        cases = {c.id: c for c in REGISTRY}
+    chunks = [c for name, ids in plan.cases_of.items() for c in chunks_of(name, ids, cases)]
+    chunks.sort(key=lambda c: (-c.cost, c.plant, c.index))  # longest first: the cores finish together
     n_cases = len({c for ids in plan.cases_of.values() for c in ids})
     console.print(
-        f"selfcheck --quick: {len(plan.cases_of)} plant(s) against the {n_cases} case(s) that claim them, "
-        f"{jobs} job(s), backend {BACKEND}"
+        f"selfcheck --quick: {len(plan.cases_of)} plant(s) against the {n_cases} case(s) that claim them "
+        f"({len(chunks)} run(s)), {jobs} job(s), backend {BACKEND}"
         + (
             f"; {len(plan.unmeasured)} case(s) still without a measured plant (UNMEASURED)"
             if plan.unmeasured
@@ -161,14 +270,21 @@ def run_quick(
         highlight=False,
     )
     workdir = Path(tempfile.mkdtemp(prefix="parity-quick-"))
+    results = {name: QuickResult(name, list(ids)) for name, ids in plan.cases_of.items()}
+    pending = {name: 0 for name in plan.cases_of}
+    for chunk in chunks:
+        pending[chunk.plant] += 1
+    copies = {name: _PlantedCopy(by_name[name], workdir / name, source) for name in plan.cases_of}
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [
-                pool.submit(_check_one, by_name[name], ids, source=source, workdir=workdir, timeout=timeout)
-                for name, ids in sorted(plan.cases_of.items(), key=lambda item: -len(item[1]))
-            ]
+            futures = [pool.submit(_run_chunk, c, copies[c.plant], timeout=timeout) for c in chunks]
             for future in as_completed(futures):
-                result = future.result()
+                chunk, run, error, seconds = future.result()
+                result = results[chunk.plant]
+                _merge(result, run, error, seconds)
+                pending[chunk.plant] -= 1
+                if pending[chunk.plant]:
+                    continue
                 missed = misses(result)
                 status = "[green]ok[/]" if not missed else f"[bold red]{len(missed)} miss(es)[/]"
                 console.print(

@@ -103,3 +103,24 @@ def test_a_plant_red_on_its_case_passes_and_a_case_left_green_fails_naming_both(
     assert status == 1, text
     assert f"case {case} stayed green under plant optim_keywords_case_sensitive" in text
     assert "under plant lrsched_warmup_floor" not in text
+
+
+def test_a_plants_claimants_are_cut_into_chunks_that_keep_shared_runs_together():
+    from types import SimpleNamespace
+
+    from parity.tools.quick import chunks_of
+
+    cases = {
+        **{f"x.p{i}-a": SimpleNamespace(kind="e2e_explore", share=f"p{i}") for i in range(6)},
+        **{f"x.p{i}-b": SimpleNamespace(kind="e2e_explore", share=f"p{i}") for i in range(6)},
+        **{f"y.c{i}": SimpleNamespace(kind="lr_curve", share=None) for i in range(4)},
+    }
+    ids = [f"x.p{i}-{s}" for i in range(6) for s in "ab"] + [f"y.c{i}" for i in range(4)]
+    chunks = chunks_of("plant", ids, cases, limit=13.0)
+    assert [c.cases for c in chunks][0] == ["x.p0-a", "x.p0-b", "x.p1-a", "x.p1-b"]  # 6 + 6 <= 13
+    assert sorted(i for c in chunks for i in c.cases) == sorted(ids)  # every claimant runs once
+    for chunk in chunks:  # a shared run's cases are in one chunk
+        shares = {cases[i].share for i in chunk.cases if cases[i].share}
+        assert all(f"x.{s}-a" in chunk.cases and f"x.{s}-b" in chunk.cases for s in shares)
+    assert all(c.cost <= 13.0 for c in chunks) and len(chunks) == 4
+    assert chunks_of("plant", ["x.p0-a"], cases, limit=1.0)[0].cases == ["x.p0-a"]  # too big: alone
