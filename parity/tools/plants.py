@@ -1733,7 +1733,7 @@ PLANTS: tuple[Plant, ...] = (
         "args.model.tokenizer_path or args.model.weights_path",
         "args.model.weights_path or args.model.tokenizer_path",
         "the tokenizer is read from weights_path when both paths are set",
-        needs="timed out (601 s) in the blind run on a loaded box, outcome unknown; expected to need a mapping case with both model.tokenizer_path and model.weights_path set to different folders",
+        needs="timed out (601 s) in the first blind run on a loaded box; caught in the second by explore_cover x9",
         function="legacy_to_trainer_config",
     ),
     _plant(
@@ -1756,7 +1756,7 @@ PLANTS: tuple[Plant, ...] = (
         'torch.arange(0, r, 2, dtype=torch.float32, device="cpu") / r',
         "RoPE exponents from a float arange (small integers are exact in float32)",
         expected="inert",
-        needs="none: it changes no compared bit; the suite must stay green (not measured in the blind run)",
+        needs="none: it changes no compared bit; the suite must stay green (inert-ok in the second blind run)",
         function="Qwen3_5RotaryEmbedding._compute_inv_freq",
     ),
     _plant(
@@ -1767,7 +1767,7 @@ PLANTS: tuple[Plant, ...] = (
         '"max_steps": self.state.max_steps,',
         '"max_steps": self.config.training.steps,',
         "the checkpoint records the configured max_steps, not the one the dataset changed",
-        needs="not measured in the blind run (cut by the deadline); expected to need a save/resume case on hf/json or preset_pt data (the dataset changes max_steps) comparing the checkpoint manifest's recorded settings across trainers",
+        needs="SURVIVED the second blind run; caught since by explore_cover points whose data lowers max_steps (train_size short) now that the checkpoint artifact holds the manifest's recorded settings",
         function="HyperTrainer._init_checkpoint",
     ),
     _plant(
@@ -1778,7 +1778,7 @@ PLANTS: tuple[Plant, ...] = (
         "dp_shard = acc.dp_shard if acc.dp_shard is not None else acc.dp",
         "dp_shard = acc.dp if acc.dp is not None else acc.dp_shard",
         "the legacy dp wins over dp_shard when both are set",
-        needs="not measured in the blind run (cut by the deadline); expected to need a mapping case with both train.accelerator.dp and dp_shard set to different values",
+        needs="SURVIVED the second blind run; caught since by explore_cover points that set the legacy dp and dp_shard together (dp_shard forms dp and both)",
         function="legacy_to_trainer_config",
     ),
     _plant(
@@ -1789,7 +1789,7 @@ PLANTS: tuple[Plant, ...] = (
         "if layer is not None and int(layer.group(1)) >= num_layers:",
         "if layer is not None and int(layer.group(1)) > num_layers:",
         "truncating HF weights keeps one layer too many",
-        needs="not measured in the blind run (cut by the deadline); expected to need an HF weights load of a checkpoint with more layers than the model",
+        needs="SURVIVED the second blind run; caught since by the HF truncation relation (shared_relations: a folder with extra layers loads to the exact folder's state)",
         function="Qwen3_5StateDictAdapter.load_hf_state_dict",
     ),
     _plant(
@@ -1801,7 +1801,7 @@ PLANTS: tuple[Plant, ...] = (
         "return sink.enabled and step % sink.log_steps == 0",
         "sink cadence without the rank test (sinks exist on rank 0 only)",
         expected="inert",
-        needs="none: it changes no compared bit; the suite must stay green (not measured in the blind run)",
+        needs="none: it changes no compared bit; the suite must stay green (inert-ok in the second blind run)",
         function="MetricsProcessor._sink_due",
     ),
     _plant(
@@ -1812,7 +1812,7 @@ PLANTS: tuple[Plant, ...] = (
         "isinstance(loader, PresetPtDataLoader.Config) and not cfg.tokenizer.path",
         "isinstance(loader, PresetPtDataLoader.Config)",
         "preset_pt never builds its tokenizer, even with a path (pad id falls back to 0)",
-        needs="not measured in the blind run (cut by the deadline); expected to need an e2e pair on preset_pt with a tokenizer path and rows of different lengths (pad id from the tokenizer, not 0)",
+        needs="SURVIVED the second blind run; needs a preset_pt point with a tokenizer whose micro-batches pad (the covering set's preset points use 2-row micro-batches since)",
         function="HyperTrainer._init_tokenizer",
     ),
     _plant(
@@ -1823,7 +1823,7 @@ PLANTS: tuple[Plant, ...] = (
         "lr_warmup_ratio=0.1,",
         "lr_warmup_ratio=0.15,",
         "the debug recipe's warmup ratio drifts from examples/debug/train.yaml",
-        needs="not measured in the blind run (cut by the deadline); expected to need the debug recipe against examples/debug/train.yaml (a recipe e2e pair)",
+        needs="SURVIVED the second blind run; caught since by explore_cover cli points, which pass only what differs from examples/debug/train.yaml, so the recipe's own defaults are compared",
         function="debug",
     ),
     _plant(
@@ -1835,7 +1835,7 @@ PLANTS: tuple[Plant, ...] = (
         "any(lname.find(k) >= 0 for k in decay_keywords)",
         "decay keyword test written with str.find",
         expected="inert",
-        needs="none: it changes no compared bit; the suite must stay green (not measured in the blind run)",
+        needs="none: it changes no compared bit; the suite must stay green (inert-ok in the second blind run)",
         function="split_decay_groups",
     ),
     _plant(
@@ -1846,7 +1846,7 @@ PLANTS: tuple[Plant, ...] = (
         "weight_decays = (config.weight_decay, 0.0)",
         "weight_decays = (config.weight_decay, config.weight_decay)",
         "optimizer-in-backward applies weight decay to the no-decay group too",
-        needs="not measured in the blind run (cut by the deadline); expected to need an OptimizersInBackwardContainer case with weight_decay > 0 against the plain container (weights after a step)",
+        needs="caught in the second blind run by optim_in_backward_groups, optim_in_backward_state, optim_toy_in_backward_groups, +1 more",
         function="OptimizersInBackwardContainer.__init__",
     ),
     _plant(
@@ -1857,7 +1857,7 @@ PLANTS: tuple[Plant, ...] = (
         "lowered = raw.strip().lower()",
         "lowered = raw.strip()",
         "the CLI bool parser no longer accepts True/False spelled with capitals",
-        needs="not measured in the blind run (cut by the deadline); expected to need a CLI parsing case with a bool override spelled True/False",
+        needs="SURVIVED the second blind run; caught since by explore_cover cli points that spell bools True/False or 1/0 (feature spelling)",
         function="_parse_bool",
     ),
     _plant(
@@ -1868,7 +1868,7 @@ PLANTS: tuple[Plant, ...] = (
         "            indices = []\n",
         "            indices = []\n            index = 0\n",
         "optimizer-in-backward state_dict restarts parameter indices per group (state entries collide)",
-        needs="not measured in the blind run (cut by the deadline); expected to need a checkpoint round trip of OptimizersInBackwardContainer: its state_dict equal to the plain container's",
+        needs="caught in the second blind run by optim_in_backward_state, optim_toy_in_backward_step",
         function="OptimizersInBackwardContainer.state_dict",
     ),
     _plant(
@@ -1879,7 +1879,7 @@ PLANTS: tuple[Plant, ...] = (
         "progress = (step - warmup) / max(1, total - warmup)",
         "progress = (step - warmup) / max(1, total)",
         "cosine progress divides by the whole horizon, not the steps after warmup",
-        needs="not measured in the blind run (cut by the deadline); expected to need an LR golden or e2e pair with warmup > 0 and cosine decay",
+        needs="caught in the second blind run by lrsched_grid x6, lrsched_dataset_shrunk, lrsched_preset_pt_reset, +15 more (60 cases)",
         function="lr_factor",
     ),
     _plant(
@@ -1890,7 +1890,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.warmup_steps = math.ceil(training_steps * config.lr_warmup_ratio)",
         "self.warmup_steps = round(training_steps * config.lr_warmup_ratio)",
         "warmup steps from the ratio rounded to nearest instead of up",
-        needs="not measured in the blind run (cut by the deadline); expected to need an LR case where training_steps * lr_warmup_ratio has a fraction below 0.5",
+        needs="caught in the second blind run by lrsched_grid x3, lrsched_dataset_shrunk, lrsched_hypothesis, +5 more (26 cases)",
         function="LRSchedulersContainer.__init__",
     ),
     _plant(
@@ -1901,7 +1901,7 @@ PLANTS: tuple[Plant, ...] = (
         "return count_loss_tokens(labels, self.config.ignore_index)",
         "return count_loss_tokens(labels)",
         "token weighting counts with -100 whatever the loss's ignore_index",
-        needs="not measured in the blind run (cut by the deadline); expected to need a loss component case with ignore_index != -100 comparing token counts or the token-weighted loss",
+        needs="SURVIVED the second blind run; caught since by the loss pairs, which compare count_tokens too",
         function="BaseLoss.count_tokens",
     ),
     _plant(
@@ -1912,7 +1912,7 @@ PLANTS: tuple[Plant, ...] = (
         "full_batches = len(dataset) // self.global_batch_size",
         "full_batches = -(-len(dataset) // self.global_batch_size)",
         "hf/json horizon counts the trailing partial global batch as a step",
-        needs="not measured in the blind run (cut by the deadline); expected to need an hf/json e2e pair whose sample count is not a multiple of global_batch_size and max_steps above the data",
+        needs="caught in the second blind run by dataloader_hf_text, dataloader_hf_text_golden, dataloader_pad x9, +6 more (35 cases)",
         function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
@@ -1923,7 +1923,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.config.save_hf_weights and self.config.save_steps > 0 and step != self.last_exported_step",
         "self.config.save_hf_weights and step != self.last_exported_step",
         "train end exports HF weights even when saving is off (save_steps <= 0)",
-        needs="not measured in the blind run (cut by the deadline); expected to need an e2e pair with save_steps <= 0 and save_hf_weights on, comparing the files each run writes",
+        needs="caught in the second blind run by trainer_e2e x3, explore_cover x12, explore_drawn (16 cases)",
         function="CheckpointManager.save_final",
     ),
     _plant(
@@ -1934,7 +1934,7 @@ PLANTS: tuple[Plant, ...] = (
         "self.last_saved_step = step\n        self.last_exported_step = step\n",
         "self.last_saved_step = step\n",
         "after a resume the loaded step counts as not exported (train end may export it again)",
-        needs="not measured in the blind run (cut by the deadline); expected to need a resume from the run's final checkpoint (nothing left to train) with save_hf_weights on, comparing the files written after the resume",
+        needs="SURVIVED the second blind run; it shows only after a resume with nothing left to train, which is now refused: close to an equivalent mutant",
         function="CheckpointManager.load",
     ),
     _plant(
@@ -1956,7 +1956,7 @@ PLANTS: tuple[Plant, ...] = (
         "for _name, param in self.named_parameters():",
         "for _name, param in self.named_parameters(remove_duplicate=False):",
         "init_weights draws the tied embedding/head weight twice (RNG stream shifts)",
-        needs="not measured in the blind run (cut by the deadline); expected to need a random-init weight comparison after materialisation with tie_word_embeddings on",
+        needs="caught in the second blind run by trainer_e2e x19, hyper_trainer_curve x4, user_callbacks, +7 more (53 cases)",
         function="Qwen3_5ForCausalLM.init_weights",
     ),
     # --- plants for cases that had none (claims)
