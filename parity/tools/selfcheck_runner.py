@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -54,6 +54,9 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.tools.plants import PLANTS, Plant, PlantError, select
+
+if TYPE_CHECKING:
+    from parity.tools.warm_start import WarmStarter
 
 __all__ = [
     "OUTCOMES",
@@ -260,38 +263,31 @@ def run_suite(
     timeout: float = 600.0,
     work: str | Path | None = None,
     on_start: Callable[[subprocess.Popen[str]], None] | None = None,
+    warm: WarmStarter | None = None,
 ) -> RunResult:
     """``python -m parity run --report-dir <work>/reports *run_args`` in ``copy``; never raises for
-    a red suite (only ``ProbeError`` is an error result, folded into ``RunResult.error``)."""
+    a red suite (only ``ProbeError`` is an error result, folded into ``RunResult.error``).
+
+    With ``warm`` (``parity.tools.warm_start``), the child is forked from its zygote instead of a
+    fresh interpreter, with the same bootstrap and the same result; a zygote that is gone falls
+    back to a fresh interpreter (one line on stderr). ``on_start`` sees only fresh children (the
+    warm starter kills its own when it closes). A run that picks its own ``--cpu-profile`` always
+    starts fresh: the zygote was started with the default profile's knobs.
+    """
     copy = Path(copy).resolve()
     work = Path(work) if work is not None else copy.parent
     report_dir = work / "reports"
     probe = work / "probe.json"
     probe.unlink(missing_ok=True)
     shutil.rmtree(report_dir, ignore_errors=True)
-    cmd = [sys.executable, "-c", _BOOTSTRAP, "run", "--report-dir", str(report_dir), *run_args]
+    argv = ["run", "--report-dir", str(report_dir), *run_args]
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=copy,
-        env=_child_env(copy, probe),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,
-    )
-    if on_start is not None:
-        on_start(proc)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-        rc: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        output, _ = proc.communicate()
-        rc = None
+    ran: tuple[int | None, str] | None = None
+    if warm is not None and not any(a.startswith("--cpu-profile") for a in run_args):
+        ran = _run_warm(warm, copy, probe, argv, work / "output.txt", timeout)
+    if ran is None:
+        ran = _run_fresh(copy, probe, argv, timeout, on_start)
+    rc, output = ran
     seconds = time.perf_counter() - start
     tail = "\n".join(output.strip().splitlines()[-25:])
     summary = (_SUMMARY_LINE.findall(output) or [""])[-1]
@@ -309,6 +305,67 @@ def run_suite(
         last = output.strip().splitlines()[-1:] or [""]
         result.failed = [f"(run exit {rc}: {last[0][:160]})"]
     return result
+
+
+def _run_fresh(
+    copy: Path,
+    probe: Path,
+    argv: list[str],
+    timeout: float,
+    on_start: Callable[[subprocess.Popen[str]], None] | None,
+) -> tuple[int | None, str]:
+    """A fresh interpreter: (exit code or None at the timeout, its output)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BOOTSTRAP, *argv],
+        cwd=copy,
+        env=_child_env(copy, probe),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    )
+    if on_start is not None:
+        on_start(proc)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, output
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        output, _ = proc.communicate()
+        return None, output
+
+
+def _run_warm(
+    warm: WarmStarter, copy: Path, probe: Path, argv: list[str], output: Path, timeout: float
+) -> tuple[int | None, str] | None:
+    """A child forked from ``warm``'s zygote: like ``_run_fresh``; None when the zygote is gone
+    (the caller then starts a fresh interpreter)."""
+    from parity.tools.warm_start import WarmStartError
+
+    try:
+        child = warm.launch(copy, _child_env(copy, probe), argv, output)
+    except WarmStartError as exc:
+        warm.warn_once(str(exc))
+        return None
+    try:
+        rc = child.wait(timeout)
+    except WarmStartError as exc:  # the zygote died while the child ran: run it again, fresh
+        child.kill()
+        warm.warn_once(str(exc))
+        probe.unlink(missing_ok=True)
+        return None
+    if rc is None:
+        child.kill()
+        with contextlib.suppress(WarmStartError):
+            child.wait(60.0)
+    try:
+        text = output.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    return rc, text
 
 
 # ----------------------------------------------------------------------------- the self-check
