@@ -392,7 +392,8 @@ class WarmStarter:
             except (OSError, ValueError) as exc:
                 self._jobs.pop(child.job, None)
                 raise WarmStartError(f"the zygote took no request: {exc}") from None
-        child.started.wait()
+        if not child.started.wait(60.0):
+            child.error = "the zygote did not fork within 60s"
         if child.error is not None:
             raise WarmStartError(child.error)
         return child
