@@ -54,8 +54,13 @@ points), the cli route that passes only what differs from the recipe and draws v
 settings with data that lowers ``max_steps`` (parity/explore), count_tokens in the loss pairs
 (parity/suites/_method_coverage.py keeps every method the trainer calls covered) and the HF
 truncation relation (parity/suites/shared_relations.py). ``blind_ht_preset_tokenizer_never_built``
-still survives: the covering set's preset point with its own pad token uses one-row micro-batches,
-which never pad.
+survived longest: the covering set's preset point with its own pad token used one-row
+micro-batches, which never pad; a rule now gives preset points 2-row micro-batches, and the new
+covering set catches it (point 21; ``selfcheck --plant ... -- --tag explore``, 14:00 UTC 2026-12-02,
+with the other survivors' covering claims: 8 of 8 caught).
+``blind_platform_collate_int32`` timed out because every drawn case that erred under it was shrunk
+by hypothesis (a resume example re-trains for each shrink step); run directly, each torch e2e case
+errs at once (``cross_entropy`` refuses int32 targets). Self-check children no longer shrink.
 ``blind_ckpt_resume_export_step_not_set`` needs a resume with nothing left to train, which a
 resume at or past ``max_steps`` now refuses: it is close to an equivalent mutant.
 """
