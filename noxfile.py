@@ -1,4 +1,4 @@
-"""nox sessions: ``tests``, ``parity`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``, ``selfcheck_quick``.
+"""nox sessions: ``tests``, ``parity`` (the main job), ``parity_update``, ``bench``, ``lint``, ``typecheck``, ``slow``, ``selfcheck``, ``selfcheck_quick``, ``explore``.
 
 ``tests``, ``slow`` and ``parity_update`` run once per backend (torch, mindspore), ``parity`` per run
 (torch, mindspore, cross). Each session installs the project with its ``dev`` extra (plus the
@@ -13,6 +13,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s typecheck         # mypy over hyper_parallel/ and parity/ ([tool.mypy] in pyproject.toml)
     nox -s selfcheck         # plant the divergences of parity/tools/plants.py; how many does the suite catch?
     nox -s selfcheck_quick   # each case against the plants it claims (parity/tools/claims.py): CI, minutes
+    nox -s explore           # nightly: drawn explore configurations for an hour (`-- --explore-budget S`)
 """
 
 from __future__ import annotations
@@ -108,6 +109,20 @@ def selfcheck_quick(session: nox.Session) -> None:
     session.run(
         "python", "-m", "parity", "selfcheck", "--quick", *session.posargs,
         env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
+    )  # fmt: skip
+
+
+@nox.session(reuse_venv=True)
+def explore(session: nox.Session) -> None:
+    """The nightly-sized exploration: the ``explore`` cases under the ``explore`` hypothesis profile
+    (2000 examples at most) with a one-hour budget for the drawn ones; a failure is shrunk and
+    written under ``parity/reports/explore/<case>/`` with its reproduce command. Arguments after
+    ``--`` go to ``parity run`` (a later ``--explore-budget`` wins)."""
+    _install_project(session)
+    session.run(
+        "python", "-m", "parity", "run", "--backend", "torch", "--tag", "explore",
+        "--explore-budget", "3600", *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch", "HYPOTHESIS_PROFILE": "explore"},
     )  # fmt: skip
 
 
