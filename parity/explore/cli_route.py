@@ -66,6 +66,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], list[str]]]] = {
     "train.accelerator.dp_shard": ("--parallelism.data_parallel_shard_degree", _same),
     "train.accelerator.reshard_after_forward": ("--parallelism.reshard_after_forward", _same),
     "train.mixed_precision.enabled": ("--training.enable_mixed_precision", _same),
+    "train.mixed_precision.reduce_dtype": ("--training.mixed_precision_reduce", _same),
     "train.gradient_checkpointing.activation_checkpoint": ("--activation_checkpoint.mode", _ac),
     "train.optimizer.lr": ("--optimizer.lr", _same),
     "train.optimizer.betas": ("--optimizer.betas", _list),

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 COVERING_FILE = Path(__file__).with_name("covering.json")
-COVER_SEED = 0  # 42 points; seeds 0-12 give 42-47 with the preset/micro rule
+COVER_SEED = 9  # 40 points (seeds 0-9 give 40-46)
 _REGENERATE = "python -m parity.explore.pairwise"
 
 Pair = tuple[str, Any, str, Any]

@@ -75,8 +75,12 @@ FEATURES: dict[str, tuple[Any, ...]] = {
     # model
     "freeze": ("none", "mlp1", "attn0_norm"),
     "bf16": (False, True),
+    # under bf16 on several ranks: gradients reduced in bf16 (train.mixed_precision.reduce_dtype)
+    "mp_dtypes": ("default", "reduce_bf16"),
     "ac": (False, True),
     "reshard": (True, False),
+    # debug: 2 layers, 4 heads on 2 KV heads; deep_mha: 3 layers, one KV head per head (overrides)
+    "model": ("debug", "deep_mha"),
     "weights": ("random", "hf", "dcp"),
     "weights_dtype": ("float32", "bfloat16"),
     # checkpoint
@@ -166,6 +170,25 @@ CONSTRAINTS: tuple[Rule, ...] = (
         "weights",
         lambda b, w: not (b and w == "dcp"),
         "a DCP folder of fp32 weights does not load into bf16 FSDP params",
+    ),
+    Rule(
+        "bf16",
+        "mp_dtypes",
+        lambda b, m: b or m == "default",
+        "the reduce dtype applies under bf16 only",
+    ),
+    Rule("world", "mp_dtypes", lambda w, m: w > 1 or m == "default", "one rank reduces nothing"),
+    Rule(
+        "model",
+        "weights",
+        lambda m, w: m == "debug" or w == "random",
+        "the weight files hold the debug shape",
+    ),
+    Rule(
+        "route",
+        "model",
+        lambda r, m: r != "cli" or m == "debug",
+        "the recipe command line has no shape flags",
     ),
     Rule("save_steps", "save_async", lambda s, a: s > 0 or not a, "no save: sync or async does not matter"),
     Rule("save_steps", "save_hf", lambda s, h: s > 0 or h, "no save: no export either"),
@@ -310,6 +333,10 @@ def render(point: Mapping[str, Any], scratch: Path) -> tuple[str, ...]:
         out.append("--train.mixed_precision.enabled=true")
     if p["ac"]:
         out.append("--train.gradient_checkpointing.activation_checkpoint=full")
+    if p["mp_dtypes"] == "reduce_bf16":
+        out.append("--train.mixed_precision.reduce_dtype=bfloat16")
+    if p["model"] == "deep_mha":
+        out += ["--model.num_hidden_layers=3", "--model.num_key_value_heads=4"]
     if p["tensorboard"]:
         out += ["--train.tensorboard.enabled=true", f"--train.tensorboard.output_dir={scratch / 'tb'}"]
         out.append(f"--train.tensorboard.log_steps={p['log_steps']}")

@@ -1823,7 +1823,7 @@ PLANTS: tuple[Plant, ...] = (
         "lr_warmup_ratio=0.1,",
         "lr_warmup_ratio=0.15,",
         "the debug recipe's warmup ratio drifts from examples/debug/train.yaml",
-        needs="SURVIVED the second blind run; caught since by explore_cover cli points, which pass only what differs from examples/debug/train.yaml, so the recipe's own defaults are compared",
+        needs="SURVIVED the second blind run; caught later by two points of the seed-0 covering set (cli route, warmup 0.1 as a ratio, saving: the manifest records the recipe's ratio); the seed-9 set (with the model and mp_dtypes features) has no such point, so it survives again: the catch needs four values at once, which pairwise coverage does not promise. Needs the resolved scheduler settings compared in every run, saving or not",
         function="debug",
     ),
     _plant(
@@ -2115,6 +2115,29 @@ PLANTS: tuple[Plant, ...] = (
         "the legacy lr_decay_style row lost from the mapping (the component's default cosine is used)",
         needs="trainer_e2e lr_curve on the alpaca recipe (constant after warmup: only the decay style moves it)",
         function="FIELD_MAP",
+    ),
+    _plant(
+        "map_reduce_dtype_dropped",
+        "mapping",
+        "new",
+        MAP,
+        '    _rule("train.mixed_precision.reduce_dtype", "training.mixed_precision_reduce"),\n',
+        "",
+        "the legacy reduce_dtype row lost from the mapping (HyperTrainer reduces gradients in float32)",
+        needs="explore_cover points with bf16, reduce_dtype bfloat16 and 2 or 3 ranks (feature mp_dtypes)",
+        function="FIELD_MAP",
+    ),
+    _plant(
+        "legacy_model_flavor_only",
+        "legacy",
+        "legacy",
+        "hyper_parallel/models/qwen3_5/__init__.py",
+        "    return build_from_config(config_from_args(args))",
+        "    return build_from_config(Qwen3_5Config(**FLAVORS[args.model.flavor]))",
+        "the legacy model builder takes the flavour preset and drops the universal overrides "
+        "(model.num_hidden_layers, model.num_key_value_heads, ...)",
+        needs="explore_cover points with model overrides (feature model: deep_mha)",
+        function="build_qwen3_5",
     ),
 )
 

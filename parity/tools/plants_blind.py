@@ -58,6 +58,9 @@ survived longest: the covering set's preset point with its own pad token used on
 micro-batches, which never pad; a rule now gives preset points 2-row micro-batches, and the new
 covering set catches it (point 21; ``selfcheck --plant ... -- --tag explore``, 14:00 UTC 2026-12-02,
 with the other survivors' covering claims: 8 of 8 caught).
+``blind_recipe_debug_warmup_ratio`` survives the later 40-point set (seed 9, with the model shape
+and bf16 reduce dtype features): its catch needs a cli point that keeps warmup 0.1 as a ratio and
+saves (the manifest records the ratio), four values at once.
 ``blind_platform_collate_int32`` timed out because every drawn case that erred under it was shrunk
 by hypothesis (a resume example re-trains for each shrink step); run directly, each torch e2e case
 errs at once (``cross_entropy`` refuses int32 targets). Self-check children no longer shrink.
