@@ -53,6 +53,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from parity.tools.child import _BOOTSTRAP, _child_env
 from parity.tools.plants import PLANTS, Plant, PlantError, select
 
 if TYPE_CHECKING:
@@ -107,30 +108,9 @@ _STYLE = {
     "broken-patch": "bold red",
     "error": "bold red",
 }
-_PROBE_EXIT = 97
-_RENDEZVOUS_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "PYTHONSTARTUP")
 _CASE_LINE = re.compile(r"^PARITY (?:FAIL|ERROR)  case=(\S+)", re.MULTILINE)
 _UNUSED_LINE = re.compile(r"^unused golden (\S+?):? ", re.MULTILINE)
 _SUMMARY_LINE = re.compile(r"^\d+ passed, \d+ failed, \d+ skipped, \d+ unused golden\(s\)$", re.MULTILINE)
-
-# Runs inside the child, before the CLI: where do the two packages come from?
-_BOOTSTRAP = r"""
-import json, os, runpy, sys
-import hyper_parallel, parity
-root = os.path.realpath(os.environ["PARITY_SELFCHECK_COPY"])
-found = {m.__name__: os.path.realpath(m.__file__) for m in (hyper_parallel, parity)}
-with open(os.environ["PARITY_SELFCHECK_PROBE"], "w", encoding="utf-8") as fh:
-    json.dump({"root": root, "modules": found, "python": sys.executable}, fh)
-outside = {k: v for k, v in found.items() if not v.startswith(root + os.sep)}
-if outside:
-    sys.stderr.write(
-        "selfcheck probe: %s imported from outside the copy %s\n"
-        % (", ".join("%s from %s" % kv for kv in outside.items()), root)
-    )
-    raise SystemExit(PROBE_EXIT)
-sys.argv = ["python -m parity", *sys.argv[1:]]
-runpy.run_module("parity", run_name="__main__", alter_sys=True)
-""".replace("PROBE_EXIT", str(_PROBE_EXIT))
 
 
 class ProbeError(RuntimeError):
@@ -186,22 +166,6 @@ class RunResult:
     @property
     def green(self) -> bool:
         return self.error is None and self.rc == 0
-
-
-def _child_env(copy: Path, probe: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONHASHSEED"] = "0"
-    old = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = str(copy) + (os.pathsep + old if old else "")
-    env.setdefault("HYPOTHESIS_PROFILE", "selfcheck")  # ci without shrinking: red or green is the question
-    # One case worker per run: the plants are what runs in parallel (`-- -j N` overrides it).
-    env["PARITY_JOBS"] = "1"
-    env["PARITY_SELFCHECK_COPY"] = str(copy)
-    env["PARITY_SELFCHECK_PROBE"] = str(probe)
-    # A process group of the caller (a test process, say) must not leak its rendezvous into a run.
-    for name in _RENDEZVOUS_VARS:
-        env.pop(name, None)
-    return env
 
 
 def _check_probe(probe: Path, copy: Path) -> None:

@@ -7,7 +7,7 @@ self-check starts ~53 of them. :class:`WarmStarter` starts ONE helper interprete
 with the children's environment, imports only third-party modules there, and forks each child
 from it. What a child tests must still come from its copy, so the zygote never imports ``parity``
 or ``hyper_parallel`` (it refuses to serve if one got in), and each child runs the same bootstrap
-as a fresh one (``selfcheck_runner._BOOTSTRAP``: the import probe, then ``python -m parity``).
+as a fresh one (``parity.tools.child._BOOTSTRAP``: the import probe, then ``python -m parity``).
 
 Why these rules:
 
@@ -40,7 +40,7 @@ from pathlib import Path
 from types import TracebackType
 
 from parity import numerics
-from parity.tools.selfcheck_runner import _BOOTSTRAP, _child_env
+from parity.tools.child import _BOOTSTRAP, _child_env
 
 __all__ = ["WARM_ENV", "ZYGOTE_MODULES", "WarmChild", "WarmStartError", "WarmStarter", "enabled"]
 
