@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = covering_text(args.seed)
     current = COVERING_FILE.read_text(encoding="utf-8") if COVERING_FILE.is_file() else None
-    n = text.count("\n    {")
+    n = len(json.loads(text)["points"])
     if args.check:
         print(
             f"{COVERING_FILE}: {'up to date' if current == text else 'stale'} ({n} points, seed {args.seed})"
