@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hyper_parallel.config.training import TrainingConfig
 
 __all__ = [
+    "COMM_BACKENDS",
     "ActivationCheckpointConfig",
     "CommConfig",
     "CompileConfig",
@@ -22,6 +23,7 @@ __all__ = [
 ACMode = Literal["none", "full", "selective"]
 CompileComponent = Literal["model", "loss"]
 CommBackend = Literal["gloo", "nccl", "hccl"]
+COMM_BACKENDS: tuple[str, ...] = get_args(CommBackend)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -69,7 +71,7 @@ class CommConfig(ConfigMixin):
     """Timeout for init_process_group and the first collectives (no legacy counterpart)."""
 
     def __post_init__(self) -> None:
-        check_choice(self, "backend", get_args(CommBackend), optional=True)
+        check_choice(self, "backend", COMM_BACKENDS, optional=True)
         check_int(self, "init_timeout_seconds", minimum=1)
 
 

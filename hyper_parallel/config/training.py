@@ -9,17 +9,21 @@ from hyper_parallel.config._checks import (
     check_bool,
     check_choice,
     check_int,
-    check_nonempty_str,
     check_positive_float,
 )
 from hyper_parallel.protocols.configurable import ConfigMixin
 
-__all__ = ["DTYPE_NAMES", "DTypeName", "TrainingConfig"]
+__all__ = ["DTYPE_NAMES", "INIT_DEVICES", "DTypeName", "TrainingConfig"]
 
 # The dtype spellings the legacy trainer accepts for mixed precision (a string, not a framework
 # dtype, so that the CLI can parse it and both backends can map it).
 DTypeName = Literal["bfloat16", "bf16", "float16", "fp16", "float32", "fp32"]
 DTYPE_NAMES: tuple[str, ...] = get_args(DTypeName)
+
+# Where a model may be built: the meta device (then materialised), or one of the device types a
+# platform runs on (``Platform.device_type()``). A device index is not a choice: each rank builds on
+# its own local device (``LOCAL_RANK``). The legacy ``train.init_device`` takes the same values.
+INIT_DEVICES: tuple[str, ...] = ("meta", "cpu", "cuda", "npu")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -45,7 +49,8 @@ class TrainingConfig(ConfigMixin):
     max_norm: float = 1.0
     """L2 gradient-clipping threshold (``train.optimizer.max_grad_norm``); inf: norm only."""
     init_device: str = "meta"
-    """Where the model is built: "meta" (then materialised) or a device string (``train.init_device``)."""
+    """Where the model is built: "meta", "cpu", "cuda" or "npu" (``train.init_device``); the initial
+    weights are the same bits on each (initialised after parallelize, as a meta model is)."""
     enable_mixed_precision: bool = False
     """Mixed precision with the three dtypes below (``train.mixed_precision.enabled``)."""
     mixed_precision_param: DTypeName = "bfloat16"
@@ -73,7 +78,7 @@ class TrainingConfig(ConfigMixin):
         check_int(self, "num_train_epochs", minimum=1)
         check_int(self, "seed")
         check_positive_float(self, "max_norm")
-        check_nonempty_str(self, "init_device")
+        check_choice(self, "init_device", INIT_DEVICES)
         check_bool(self, "enable_mixed_precision")
         check_choice(self, "mixed_precision_param", DTYPE_NAMES)
         check_choice(self, "mixed_precision_reduce", DTYPE_NAMES)

@@ -137,12 +137,15 @@ class BaseTrainer:
 
     # -------------------------------------------------------------- 2-3. model
     def _build_model(self) -> None:
-        init_device = getattr(self.args.train, "init_device", "meta")
-        if init_device == "meta":
-            with torch.device("meta"):
-                self.model = self.spec.build_model_fn(self.args)  # type: ignore[misc]  # legacy specs all set it
-        else:
-            self.model = self.spec.build_model_fn(self.args)  # type: ignore[misc]  # legacy specs all set it
+        # On meta, or on a real device with the constructors' RNG draws undone: the weights are
+        # initialised after parallelize either way (_materialize_and_init_shards), to the same bits.
+        build = self.spec.build_model_fn
+        assert build is not None, "legacy specs all set build_model_fn"
+        self.model = init_helpers.build_model(
+            lambda: build(self.args),
+            init_device=getattr(self.args.train, "init_device", "meta"),
+            field="train.init_device",
+        )
         self.parallel_dims.validate_against_model(
             self.model, seq_len=_get(self.args.data, "max_seq_len", 2048)
         )
@@ -275,7 +278,6 @@ class BaseTrainer:
         mp = getattr(self.args.train, "mixed_precision", None)
         init_helpers.post_parallelize(
             self.model,
-            init_device=getattr(self.args.train, "init_device", "meta"),
             mixed_precision=bool(mp is not None and getattr(mp, "enabled", False)),
             materialize=self._materialize_and_init_shards,
         )
@@ -284,7 +286,7 @@ class BaseTrainer:
             self._load_weights(weights_path)
 
     def _materialize_and_init_shards(self) -> None:
-        """Allocate the meta model and initialise each rank's local shard from the default generator."""
+        """Allocate the model (meta or not) and initialise each rank's local shard from the default generator."""
         model = self.model
         model.to_empty(device=get_platform().device_type())
         with torch.no_grad():

@@ -33,6 +33,10 @@ from typing import Any, Union
 
 import yaml
 
+from hyper_parallel.checkpointing.resume_settings import RESUME_MODES
+from hyper_parallel.config.runtime import COMM_BACKENDS
+from hyper_parallel.config.training import INIT_DEVICES
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -102,6 +106,11 @@ MIXED_PRECISION_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float32", "fp3
 ACTIVATION_CHECKPOINT_OFF = ("off", "none", "", False)
 # ... and these on (whole layers are always checkpointed, whatever the spelling).
 ACTIVATION_CHECKPOINT_ON = ("full", "on", "true", True)
+# Where the model is built (``meta``, or a device type), the process-group backends (null: the
+# device's own), the frameworks a legacy YAML may name (informational: the platform comes from
+# HYPER_PARALLEL_PLATFORM), and what a resume does with changed settings. The first two and the
+# last are shared with the new path's Configs (TrainingConfig, CommConfig, CheckpointManager).
+TRAIN_BACKENDS = ("torch", "mindspore")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -270,6 +279,9 @@ class LegacyCheckpointArgs:
     # Initial weights that do not fit the model: load what fits, keep the rest at random init.
     allow_partial_weights: bool = False
 
+    def __post_init__(self) -> None:
+        _check_choice("train.checkpoint.resume_config_changes", self.resume_config_changes, RESUME_MODES)
+
 
 @dataclass
 class LegacyLoggingArgs:
@@ -386,6 +398,14 @@ class LegacyTrainArgs:
             "an int >= 1 (or 0: a preset_pt dataset then sets the number of steps)",
         )
         _check_min_int("train.num_train_epochs", self.num_train_epochs, 1)
+        _check_choice("train.init_device", self.init_device, INIT_DEVICES)
+        _check_choice("train.backend", self.backend, TRAIN_BACKENDS)
+        if self.comm_backend is not None and self.comm_backend not in COMM_BACKENDS:
+            raise _bad(
+                "train.comm_backend",
+                self.comm_backend,
+                "one of " + ", ".join(map(repr, COMM_BACKENDS)) + " or null (the device's own)",
+            )
         _check_min_int("train.global_batch_size", self.global_batch_size, 1)
         _check_min_int("train.micro_batch_size", self.micro_batch_size, 1)
         if self.global_batch_size % self.micro_batch_size:

@@ -222,7 +222,7 @@ class HyperTrainer(Configurable):
             self._init_dataloader()
         with self._init_step("model_config"):  # 4.
             self._init_model_config()
-        with self._init_step("build_model"):  # 5. on the meta device
+        with self._init_step("build_model"):  # 5. on the meta device (or training.init_device)
             self._init_build_model()
         with self._init_step("verify_protocol"):  # 6.
             self._init_verify_protocol()
@@ -322,9 +322,11 @@ class HyperTrainer(Configurable):
 
     def _init_build_model(self) -> None:
         training = self.config.training
-        context = get_platform().meta_device() if training.init_device == "meta" else contextlib.nullcontext()
-        with context:
-            model = self.model_config.build()
+        # On meta, or on a real device with the constructors' RNG draws undone: step 8 initialises
+        # the weights either way, to the same bits.
+        model = init_helpers.build_model(
+            self.model_config.build, init_device=training.init_device, field="training.init_device"
+        )
         self.parallel_dims.validate_against_model(model, seq_len=training.seq_len)
         patterns = training.freeze_modules or []
         for name, param in model.named_parameters():
@@ -360,7 +362,6 @@ class HyperTrainer(Configurable):
 
         init_helpers.post_parallelize(
             self.model,
-            init_device=training.init_device,
             mixed_precision=training.enable_mixed_precision,
             materialize=materialize,
         )

@@ -8,6 +8,7 @@ Only the platform layer is used, as in the rest of the new path.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from hyper_parallel.trainer.parallel_dims import ParallelDims
 __all__ = [
     "DistributedSetup",
     "TrainerState",
+    "build_model",
     "dispatch_callbacks",
     "fsdp_micro_batch_flags",
     "global_tokens",
@@ -108,18 +110,54 @@ def setup_distributed(
     )
 
 
-def post_parallelize(
-    model: Any, *, init_device: str, mixed_precision: bool, materialize: Callable[[], None]
-) -> None:
-    """Materialise a meta model, check trainable parameters are fp32 under mixed precision, train mode.
+def build_model(build: Callable[[], Any], *, init_device: str, field: str) -> Any:
+    """``build()`` on ``init_device``: the meta device, or a device type this machine has.
+
+    On a real device the constructors initialise the parameters themselves (``nn.Linear``'s own
+    ``kaiming_uniform_``, ``nn.Embedding``'s normal), drawing from the generators. Those values are
+    not the model's initialisation: ``post_parallelize`` initialises every model as it does a meta
+    one, so the draws are undone here (the CPU generator and, when the build runs there, the
+    device's), and the model's weights are the same bits whichever ``init_device`` built it.
+    ``field`` names the setting in errors (legacy ``train.init_device``, new ``training.init_device``).
+    """
+    platform = get_platform()
+    if init_device == "meta":
+        with platform.meta_device():
+            return build()
+    device_type = platform.device_type()
+    if init_device not in ("cpu", device_type):
+        have = ", ".join(repr(d) for d in dict.fromkeys(("meta", "cpu", device_type)))
+        raise ValueError(
+            f"{field}={init_device!r}: this machine has no {init_device} device (the {platform.name} "
+            f"platform runs on {device_type}); expected one of {have}"
+        )
+    handle = None if init_device == "cpu" else platform.get_device_handle(init_device)
+    cpu_state = platform.get_rng_state()
+    device_state = platform.get_rng_state(handle) if handle is not None else None
+    context: Any = contextlib.nullcontext()
+    if init_device != "cpu":  # the local device (set_device ran in setup_distributed)
+        device = platform.device()
+        context = device if hasattr(device, "__enter__") else contextlib.nullcontext()
+    try:
+        with context:
+            return build()
+    finally:
+        platform.set_rng_state(cpu_state)
+        if handle is not None:
+            platform.set_rng_state(device_state, handle)
+
+
+def post_parallelize(model: Any, *, mixed_precision: bool, materialize: Callable[[], None]) -> None:
+    """Materialise and initialise the model, check trainable parameters are fp32 under mixed precision, train mode.
 
     ``materialize()`` is the trainer's own initialisation (legacy: ``_materialize_and_init_shards``;
-    HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two. Initial
-    weights are each trainer's own job after this (legacy: ``_load_weights``; HyperTrainer: the
-    checkpoint component's ``load_weights``), so the harness compares two loaders, not one.
+    HyperTrainer: ``to_empty`` + ``model.init_weights``); the harness compares the two. It runs
+    whatever ``init_device`` built the model (``build_model``), so a model built on a real device
+    gets the weights a meta one gets, bit for bit, not its constructors' init. Initial weights are
+    each trainer's own job after this (legacy: ``_load_weights``; HyperTrainer: the checkpoint
+    component's ``load_weights``), so the harness compares two loaders, not one.
     """
-    if init_device == "meta":
-        materialize()
+    materialize()
     if mixed_precision:
         for name, param in model.named_parameters():
             dtype = get_platform().dtype_name(param)

@@ -113,7 +113,17 @@ def test_compile_components_default_is_not_shared():
         (TrainingConfig, {"seed": 1.5}, r"TrainingConfig\.seed: expected an int, got 1\.5"),
         (TrainingConfig, {"max_norm": 0.0}, r"TrainingConfig\.max_norm: expected a number > 0"),
         (TrainingConfig, {"max_norm": float("nan")}, r"TrainingConfig\.max_norm: expected a number > 0"),
-        (TrainingConfig, {"init_device": ""}, r"TrainingConfig\.init_device: expected a non-empty string"),
+        (
+            TrainingConfig,
+            {"init_device": ""},
+            r"TrainingConfig\.init_device: expected one of 'meta', 'cpu', 'cuda', 'npu', got ''",
+        ),
+        # Each rank builds on its own local device: an index is not a choice.
+        (
+            TrainingConfig,
+            {"init_device": "cuda:1"},
+            r"TrainingConfig\.init_device: expected one of .*got 'cuda:1'",
+        ),
         (
             TrainingConfig,
             {"enable_mixed_precision": "yes"},
@@ -200,7 +210,8 @@ def test_accepted_edge_values():
     assert TrainingConfig(max_norm=float("inf")).max_norm == float("inf")
     assert TrainingConfig(max_norm=2).max_norm == 2
     assert TrainingConfig(seed=-3).seed == -3
-    assert TrainingConfig(init_device="cuda:1").init_device == "cuda:1"
+    for device in ("meta", "cpu", "cuda", "npu"):
+        assert TrainingConfig(init_device=device).init_device == device
     for name in DTYPE_NAMES:
         TrainingConfig(mixed_precision_param=name, mixed_precision_reduce=name, mixed_precision_output=name)
     assert ParallelismConfig(context_parallel_degree=4, ulysses_degree=2).ulysses_degree == 2

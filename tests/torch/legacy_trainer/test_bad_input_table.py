@@ -241,6 +241,38 @@ ROWS: list[Row] = [
             r"train\.optimizer\.loss_aggregation", "one of 'token_weighted', 'rank_average'", "'bogus'"
         ),
     ),
+    # Closed sets that used to be taken whatever they said (a user probe): an unknown init device
+    # built the model with its constructors' init, the others ran the default.
+    Row(
+        "init-device-unknown",
+        "parse",
+        _ov("--train.init_device=banana"),
+        ValueError,
+        FIELD.format(r"train\.init_device", "one of 'meta', 'cpu', 'cuda', 'npu'", "'banana'"),
+    ),
+    Row(
+        "comm-backend-unknown",
+        "parse",
+        _ov("--train.comm_backend=mpi"),
+        ValueError,
+        FIELD.format(
+            r"train\.comm_backend", r"one of 'gloo', 'nccl', 'hccl' or null \(the device's own\)", "'mpi'"
+        ),
+    ),
+    Row(
+        "train-backend-unknown",
+        "parse",
+        _ov("--train.backend=jax"),
+        ValueError,
+        FIELD.format(r"train\.backend", "one of 'torch', 'mindspore'", "'jax'"),
+    ),
+    Row(
+        "resume-config-changes-unknown",
+        "parse",
+        _ov("--train.checkpoint.resume_config_changes=merge"),
+        ValueError,
+        FIELD.format(r"train\.checkpoint\.resume_config_changes", "one of 'refuse', 'apply'", "'merge'"),
+    ),
     Row(
         "lr-min-above-lr",
         "parse",
@@ -567,6 +599,13 @@ ROWS: list[Row] = [
         r"TrainingConfig\.global_batch_size: expected a multiple of local_batch_size=3 .*got 8",
     ),
     Row(
+        "new-init-device-unknown",
+        "new",
+        _training(init_device="banana"),
+        ValueError,
+        r"TrainingConfig\.init_device: expected one of 'meta', 'cpu', 'cuda', 'npu', got 'banana'",
+    ),
+    Row(
         "new-seq-len-zero",
         "new",
         _training(seq_len=0),
@@ -644,6 +683,22 @@ ROWS: list[Row] = [
         _ov("scripts/train_lm.py", "--train.global_batch_size=0"),
         SystemExit,
         r"^train_lm\.py: error: Invalid value for 'train\.global_batch_size': expected an int >= 1, got 0",
+    ),
+    Row(
+        "cli-legacy-init-device-unknown",
+        "cli",
+        _ov("scripts/train_lm.py", "--train.init_device=cuda:0"),
+        SystemExit,
+        r"^train_lm\.py: error: Invalid value for 'train\.init_device': expected one of 'meta', 'cpu', 'cuda', "
+        r"'npu', got 'cuda:0'",
+    ),
+    Row(
+        "cli-new-yaml-init-device-unknown",
+        "cli",
+        _ov("-m", "hyper_parallel.train", "--train.init_device=banana"),
+        SystemExit,
+        r"^hyper_parallel\.train: error: Invalid value for 'train\.init_device': expected one of 'meta', 'cpu', "
+        r"'cuda', 'npu', got 'banana'",
     ),
     Row(
         "cli-legacy-output-dir-is-a-file",

@@ -114,7 +114,6 @@ LIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "--training.enable_mixed_precision": (("true",), ()),
     "--training.freeze_modules": (("embed",), ()),
     "--training.global_batch_size": (("4",), ()),
-    "--training.init_device": (("cpu",), ()),
     "--training.local_batch_size": (("1",), ()),
     "--training.max_norm": (("0.1",), ()),
     "--training.mixed_precision_output": (("float32",), MP),  # the logits' dtype
@@ -148,6 +147,9 @@ REFUSED: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
 # Live only where this single CPU process cannot look; each has its own check below.
 ELSEWHERE = {
     "--dataloader.pin_memory": "pins host memory for a host-to-device copy: there is none on CPU",
+    # Where the model is first built: the initial weights are the same bits on every init device
+    # (tests/torch/ut/trainer/test_init_device.py checks the weights, the build device and the refusals).
+    "--training.init_device": "the weights are the same bits on meta and cpu; only the build device differs",
     "--parallelism.data_parallel_shard_degree": "-1 and 1 are the same on one rank",
     "--tokenizer.trust_remote_code": "applies to tokenizers that ship their own code; the shipped one does not",
     # Resume and run-folder guards: each needs a second run or a prepared folder, and each has its own
