@@ -22,7 +22,10 @@ part that must be identical for a folder written by one to be trusted by the oth
   and a ``.partial.*`` folder are refused unless ``allow_unverified``, which loads them with one
   warning naming what was not verified.
 - **Replacement.** A new save of an existing step renames the old folder to
-  ``.replaced.step_<N>/`` (complete, found by resume) before the new one takes its name.
+  ``.replaced.step_<N>/`` (complete, found by resume) before the new one takes its name, and
+  deletes it after (a failure to delete it is a warning: the new folder is committed). Which
+  existing checkpoints a run may replace at all is decided before its first step
+  (:func:`.run_lock.check_fresh_output_dir`, :func:`.run_lock.check_resume_output_dir`).
 - **One writer** (:mod:`.run_lock`), **resume settings** (:mod:`.resume_settings`) and the
   **initial-weights fit** (:mod:`.weights_fit`) are the other shared leaves.
 - **Errors**: :class:`CheckpointCorruptError` (and :class:`UnsafeCheckpointError` for a crafted
@@ -513,7 +516,8 @@ def commit_step_dir(partial: str, final: str, step: int, settings: dict[str, Any
 
     An older ``final`` is first renamed to ``.replaced.step_<N>`` (which resume also accepts), so a
     complete step N is findable at every instant of a replacement; it is deleted once the new
-    folder is in place. ``settings`` (the run's resume-relevant settings) go into the manifest.
+    folder is in place (a deletion that fails is a warning naming it: the save is committed).
+    ``settings`` (the run's resume-relevant settings) go into the manifest.
     """
     with _hashers_lock:
         hasher = _hashers.pop(os.path.abspath(partial), None)
@@ -531,9 +535,18 @@ def commit_step_dir(partial: str, final: str, step: int, settings: dict[str, Any
     fsync_path(parent)
     fault_point("commit:done")
     if os.path.lexists(aside):
-        shutil.rmtree(aside)
-        fsync_path(parent)
-        fault_point("replace:done")
+        # The new folder is committed: the data is safe whatever happens to the older copy.
+        try:
+            shutil.rmtree(aside)
+            fsync_path(parent)
+        except OSError as exc:
+            logger.warning(
+                f"Checkpoint {final} is committed, but the copy it replaced, {aside}, could not be "
+                f"removed ({type(exc).__name__}: {exc.strerror or exc}); step {step} is safe in "
+                f"{final}: remove {aside} yourself (a later run refuses this folder while it is there)"
+            )
+        else:
+            fault_point("replace:done")
 
 
 def _drain() -> None:
@@ -825,17 +838,21 @@ if hasattr(os, "register_at_fork"):
 # The other shared leaves (they import the errors above).
 from hyper_parallel.checkpointing.run_lock import (  # noqa: E402
     ExistingCheckpointsError,
+    LockFileRefusedError,
     RunFolderLockedError,
     acquire_run_folder,
-    check_no_finished_checkpoints,
+    check_fresh_output_dir,
+    check_resume_output_dir,
     release_run_folder,
 )
 
 __all__ += [
     "ExistingCheckpointsError",
+    "LockFileRefusedError",
     "RunFolderLockedError",
     "acquire_run_folder",
-    "check_no_finished_checkpoints",
+    "check_fresh_output_dir",
+    "check_resume_output_dir",
     "release_run_folder",
 ]
 from hyper_parallel.checkpointing.resume_settings import (  # noqa: E402

@@ -15,7 +15,15 @@ A save writes all of it into ``<output_dir>/.partial.step_<N>/`` (each non-DCP f
 temporary name and ``os.replace``); when every rank's files are on disk, rank 0 writes
 ``manifest.json`` (names, sizes, sha256) last and renames the folder to ``step_<N>/``
 (``hyper_parallel.checkpointing``). A checkpoint is therefore complete or absent, and a failed save
-raises ``CheckpointSaveError`` naming the folder: the run stops.
+raises ``CheckpointSaveError`` naming the folder: the run stops (once the new folder is committed,
+an old copy that cannot be removed is only a warning naming it).
+
+No checkpoint already in ``output_dir`` is replaced unasked (``hyper_parallel.checkpointing.run_lock``):
+a run without ``load_path`` into a folder holding ``step_<N>/`` folders (with or without a manifest)
+stops at setup, and a resume stops before reading the model when the folder holds steps after the
+resumed one. ``checkpoint.overwrite: true`` lets the run replace the ``step_<N>/`` folders it saves
+again (the others stay); a ``.replaced.step_<N>/`` left by an interrupted replacement is refused
+even then (resume it, or move it away).
 
 That commit runs on rank 0's background thread (``StepCommitter``): ``save`` returns once the files
 are written, and :meth:`CheckpointManager.wait` joins the commit. ``wait`` runs before the next
@@ -51,7 +59,8 @@ from hyper_parallel.checkpointing import (
     acquire_run_folder,
     atomic_write,
     atomic_write_json,
-    check_no_finished_checkpoints,
+    check_fresh_output_dir,
+    check_resume_output_dir,
     check_weights_fit,
     check_writable_dir,
     dcp_files_written,
@@ -175,7 +184,9 @@ class CheckpointManager(Configurable):
         load_path: str | None = None
         """Resume from a ``step_<N>`` folder, or the newest complete one in a run folder; None: no resume."""
         overwrite: bool = False
-        """Let a run without load_path replace complete checkpoints in output_dir (else refused)."""
+        """Let the run replace the step_<N> folders of output_dir it saves again (else a run without
+        load_path into a folder with checkpoints, or a resume with later steps there, is refused;
+        a .replaced.step_<N> folder is refused even then)."""
         allow_unverified: bool = False
         """Load a folder without manifest.json, or a .partial.* one, without an integrity check."""
         resume_config_changes: str = "refuse"
@@ -227,11 +238,16 @@ class CheckpointManager(Configurable):
         self.run_settings = dict(run_settings or {})
         self._lock_key: str | None = None
         if config.save_steps > 0:
-            # Before the first step: a run must not train for hours and then fail to save.
+            # Before the first step: a run must not train for hours and then fail to save, nor
+            # replace checkpoints already in the folder without being asked (``run_lock``).
             check_writable_dir(config.output_dir, "checkpoint.output_dir")
-            if not config.load_path and not config.overwrite:
-                check_no_finished_checkpoints(
-                    config.output_dir, field="checkpoint.output_dir", overwrite_field="checkpoint.overwrite"
+            if not config.load_path:
+                check_fresh_output_dir(
+                    config.output_dir,
+                    field="checkpoint.output_dir",
+                    load_field="checkpoint.load_path",
+                    overwrite_field="checkpoint.overwrite",
+                    overwrite=config.overwrite,
                 )
             self._lock()
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
@@ -557,6 +573,7 @@ class CheckpointManager(Configurable):
             allow_unverified=self.config.allow_unverified,
         )
         step, epoch = self._read_extra_state(path)
+        self._check_later_steps(path, step)
         self._check_settings(path, step)
         configured = capture_groups(self._param_groups() or [])
         self._restore_model(path)
@@ -574,6 +591,20 @@ class CheckpointManager(Configurable):
         self.last_exported_step = step
         logger.info_rank0(f"Resumed from checkpoint {path} (global_step={step}, epoch={epoch})")
         return step, epoch
+
+    def _check_later_steps(self, path: str, step: int) -> None:
+        """A run that saves must not replace checkpoints of steps after the resumed one
+        (``check_resume_output_dir``): refused unless ``checkpoint.overwrite``."""
+        if self.config.save_steps > 0:
+            check_resume_output_dir(
+                self.config.output_dir,
+                step,
+                resumed=path,
+                field="checkpoint.output_dir",
+                load_field="checkpoint.load_path",
+                overwrite_field="checkpoint.overwrite",
+                overwrite=self.config.overwrite,
+            )
 
     def _check_settings(self, path: str, step: int) -> None:
         """The config against the settings the checkpoint was trained with (``resume_settings``)."""

@@ -12,9 +12,17 @@ rank's files are on disk, rank 0 writes ``manifest.json`` last and renames the f
 ``step_<N>/`` (``hyper_parallel.checkpointing``), so a checkpoint is complete or absent. That commit
 runs on rank 0's background thread (``StepCommitter``), joined by ``wait_for_pending`` before the
 next save, before a resume and at train end (after the final save). A failed save or commit raises
-``CheckpointSaveError`` and stops the run. Resume verifies the manifest first and
+``CheckpointSaveError`` and stops the run (once the new folder is committed, an old copy that
+cannot be removed is only a warning naming it). Resume verifies the manifest first and
 refuses damaged state with ``CheckpointCorruptError``, the same type and message as
 ``CheckpointManager``; ``load_path`` may also be the run folder (newest complete ``step_<N>/``).
+
+No checkpoint already in ``output_dir`` is replaced unasked (``hyper_parallel.checkpointing.run_lock``):
+a run without ``load_path`` into a folder holding ``step_<N>/`` folders (with or without a manifest)
+stops at setup, and a resume stops before training when the folder holds steps after the resumed
+one. ``train.checkpoint.overwrite: true`` lets the run replace the ``step_<N>/`` folders it saves
+again (the others stay); a ``.replaced.step_<N>/`` left by an interrupted replacement is refused
+even then (resume it, or move it away).
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ from hyper_parallel.checkpointing import (
     acquire_run_folder,
     atomic_write,
     atomic_write_json,
-    check_no_finished_checkpoints,
+    check_fresh_output_dir,
+    check_resume_output_dir,
     check_writable_dir,
     dcp_files_written,
     discard_partial,
@@ -181,15 +190,19 @@ class CheckpointCallback(Callback):
                 f"train.checkpoint.resume_config_changes must be one of {', '.join(RESUME_MODES)}, "
                 f"got {self.resume_config_changes!r}"
             )
+        self.overwrite = bool(getattr(cfg, "overwrite", False))
         self._lock_key: str | None = None
         if self.save_steps > 0:
-            # Before the first step: a run must not train for hours and then fail to save.
+            # Before the first step: a run must not train for hours and then fail to save, nor
+            # replace checkpoints already in the folder without being asked (``run_lock``).
             check_writable_dir(self.output_dir, "train.checkpoint.output_dir")
-            if not self.load_path and not getattr(cfg, "overwrite", False):
-                check_no_finished_checkpoints(
+            if not self.load_path:
+                check_fresh_output_dir(
                     self.output_dir,
                     field="train.checkpoint.output_dir",
+                    load_field="train.checkpoint.load_path",
                     overwrite_field="train.checkpoint.overwrite",
+                    overwrite=self.overwrite,
                 )
             self._lock()
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
@@ -413,6 +426,7 @@ class CheckpointCallback(Callback):
             allow_unverified=self.allow_unverified,
         )
         self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)
+        self._check_later_steps(load_path, state.global_step)
         self._check_settings(load_path, state.global_step)
         optimizer = getattr(trainer, "optimizer", None)
         configured = capture_groups(optimizer.param_groups) if optimizer is not None else []
@@ -434,6 +448,20 @@ class CheckpointCallback(Callback):
             f"Resumed from checkpoint {load_path} (global_step={state.global_step}, epoch={state.epoch})"
         )
         trainer.dispatch_load_event(load_path)
+
+    def _check_later_steps(self, load_path: str, step: int) -> None:
+        """A run that saves must not replace checkpoints of steps after the resumed one
+        (``check_resume_output_dir``): refused unless ``train.checkpoint.overwrite``."""
+        if self.save_steps > 0:
+            check_resume_output_dir(
+                self.output_dir,
+                step,
+                resumed=load_path,
+                field="train.checkpoint.output_dir",
+                load_field="train.checkpoint.load_path",
+                overwrite_field="train.checkpoint.overwrite",
+                overwrite=self.overwrite,
+            )
 
     def _check_settings(self, load_path: str, step: int) -> None:
         """The config against the settings the checkpoint was trained with (``resume_settings``)."""

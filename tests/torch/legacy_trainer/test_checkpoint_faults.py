@@ -7,10 +7,10 @@ the manifest, around the folder rename). A second process resumes with ``load_pa
 folder: it must pick step 4 only when the kill came after the rename, step 2 otherwise, report the
 leftover ``.partial.step_4`` and then reproduce the uninterrupted loss curve exactly.
 
-A replacement (a resumed run saving a step that exists, ``step_4``) is killed at each of its points
-too: before the old folder moves aside to ``.replaced.step_4``, before the new one takes its name,
-before and after the old copy is deleted. A resume from the run folder must find step 4 (under
-either name) at every one of them.
+A replacement (a run resumed at step 2 saving a step that exists, ``step_4``, which it may replace
+only with ``overwrite=true``) is killed at each of its points too: before the old folder moves aside
+to ``.replaced.step_4``, before the new one takes its name, before and after the old copy is
+deleted. A resume from the run folder must find step 4 (under either name) at every one of them.
 """
 
 from __future__ import annotations
@@ -127,9 +127,16 @@ def test_kill_during_a_replacement_then_resume_finds_the_step(reference, tmp_pat
     first = _run(trainer, out, tmp_path / "first.json", "--kill", "before:model:3")
     assert first.returncode == -signal.SIGKILL, first.stderr[-4000:]
     assert (out / "step_4" / "manifest.json").is_file()
-    # Run 2 resumes step 2 and saves step 4 again: a replacement, killed at ``point``.
+    # Run 2 resumes step 2 and saves step 4 again (asked for: overwrite), killed at ``point``.
     second = _run(
-        trainer, out, tmp_path / "second.json", "--load", str(out / "step_2"), "--kill", f"{point}:1"
+        trainer,
+        out,
+        tmp_path / "second.json",
+        "--load",
+        str(out / "step_2"),
+        "--train.checkpoint.overwrite=true",
+        "--kill",
+        f"{point}:1",
     )
     assert second.returncode == -signal.SIGKILL, second.stderr[-4000:]
     assert "Taking over the lock" in second.stderr  # run 1 died holding it
