@@ -2,7 +2,8 @@
 
 A configuration or input error (a bad value, a missing or damaged file, an unusable output folder,
 a checkpoint of another model) is printed as one line, ``<prog>: error: <message>``, with exit
-status 2, as argparse does for a bad flag. A checkpoint save that fails is printed the same way
+status 2, as argparse does for a bad flag. A checkpoint save that fails, and a run stopped by
+``check_nan_inf`` at a step whose loss or gradient norm is not finite, are printed the same way
 with status 1. Anything else is a bug and keeps its traceback. ``HYPER_PARALLEL_DEBUG=1`` shows
 the traceback of every error.
 """
@@ -51,6 +52,13 @@ def _usage_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
+def _is_run_stop(exc: BaseException) -> bool:
+    """A run stopped on purpose at a step (a non-finite loss or grad norm under ``check_nan_inf``)."""
+    from hyper_parallel.trainer.init_helpers import NonFiniteError  # loaded by then: the trainer raised it
+
+    return isinstance(exc, NonFiniteError)
+
+
 def run_main(prog: str, main: Callable[[], int]) -> int:
     """``main()``, with usage errors and failed saves reported as one line (module docstring)."""
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
@@ -61,6 +69,9 @@ def run_main(prog: str, main: Callable[[], int]) -> int:
         print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
         return 1
     except Exception as exc:
+        if _is_run_stop(exc):
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+            return 1
         if _usage_cause(exc) is None:
             raise
         print(f"{prog}: error: {one_line(exc)} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)

@@ -667,26 +667,40 @@ class BaseTrainer:
         train = self.args.train
         epochs = _get(train, "num_train_epochs", 1)
         logger.info_rank0("training for max_steps=%d, num_train_epochs=%d", self.state.max_steps, epochs)
+        debug = getattr(train, "debug", None)
+        loss_watch = init_helpers.LossWatch(
+            check_nan_inf=bool(getattr(debug, "check_nan_inf", False)), field="train.debug.check_nan_inf"
+        )
         self._dispatch("on_train_begin")
         if self.state.global_step > 0:
             logger.info_rank0("Resuming training from step %d", self.state.global_step)
-        for epoch in range(epochs):
-            if self.state.global_step >= self.state.max_steps:
-                break
-            self.state.epoch = epoch
-            if self.sampler is not None:
-                self.sampler.set_epoch(epoch)
-            self._dispatch("on_epoch_begin")
-            it = self._make_micro_batch_iterator()
-            while self.state.global_step < self.state.max_steps:
-                self._dispatch("on_step_begin")
-                try:
-                    metrics = self.train_step(it)
-                except StopIteration:
-                    logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
+        try:
+            for epoch in range(epochs):
+                if self.state.global_step >= self.state.max_steps:
                     break
-                self._dispatch("on_step_end", loss=metrics["loss"], grad_norm=metrics["grad_norm"])
-            self._dispatch("on_epoch_end")
+                self.state.epoch = epoch
+                if self.sampler is not None:
+                    self.sampler.set_epoch(epoch)
+                self._dispatch("on_epoch_begin")
+                it = self._make_micro_batch_iterator()
+                while self.state.global_step < self.state.max_steps:
+                    self._dispatch("on_step_begin")
+                    try:
+                        metrics = self.train_step(it)
+                    except StopIteration:
+                        logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
+                        break
+                    # A non-finite loss stops the run here (check_nan_inf) or is warned about once.
+                    loss_watch.check(metrics["loss"], self.state.global_step)
+                    self._dispatch("on_step_end", loss=metrics["loss"], grad_norm=metrics["grad_norm"])
+                self._dispatch("on_epoch_end")
+        except BaseException:
+            # A run that stops mid-loop (check_nan_inf, a failed save, Ctrl-C) ends its progress bar
+            # first, so that the error line the entry point prints is a line of its own.
+            progress = getattr(self, "progress_callback", None)
+            if progress is not None:
+                progress.on_train_end(self.state)
+            raise
         self._dispatch("on_train_end")
         get_platform().destroy_process_group()
         logger.info_rank0("Training completed")

@@ -491,7 +491,7 @@ class HyperTrainer(Configurable):
         grad_norm = platform.full_tensor(clip(self.model.parameters(), self.config.training.max_norm)).item()
         if self.config.debug.check_nan_inf and not platform.is_finite(grad_norm):
             logger.error("non-finite grad norm %s at step %d", grad_norm, self.state.global_step)
-            raise RuntimeError(
+            raise init_helpers.NonFiniteError(
                 f"grad norm is {grad_norm} at step {self.state.global_step} (debug.check_nan_inf is on)"
             )
         self._dispatch("on_pre_optimizer_step", grad_norm=grad_norm)
@@ -523,6 +523,9 @@ class HyperTrainer(Configurable):
         logger.info_rank0(
             "training for max_steps=%d, num_train_epochs=%d", state.max_steps, cfg.training.num_train_epochs
         )
+        loss_watch = init_helpers.LossWatch(
+            check_nan_inf=cfg.debug.check_nan_inf, field="debug.check_nan_inf"
+        )
         try:
             with self.profiler as prof:
                 step, epoch = self.checkpointer.load()
@@ -551,6 +554,8 @@ class HyperTrainer(Configurable):
                         except StopIteration:
                             logger.info_rank0("Epoch %d: dataloader exhausted", epoch)
                             break
+                        # A non-finite loss stops the run here (check_nan_inf) or is warned about once.
+                        loss_watch.check(out["loss"], state.global_step)
                         record = self.metrics.log(
                             state.global_step,
                             loss=out["loss"],

@@ -20,6 +20,8 @@ from hyper_parallel.trainer.parallel_dims import ParallelDims
 
 __all__ = [
     "DistributedSetup",
+    "LossWatch",
+    "NonFiniteError",
     "TrainerState",
     "build_model",
     "dispatch_callbacks",
@@ -218,6 +220,48 @@ def reported_loss(
         t, _ = platform.all_reduce(platform.full((1,), loss_sum, device=device), info)
         return t.item() / max(global_tokens, 1)
     return loss_sum / max(tok_local, 1)
+
+
+# --------------------------------------------------------------------- non-finite values
+class NonFiniteError(RuntimeError):
+    """A step's loss or gradient norm is NaN or infinite while ``check_nan_inf`` is on: the run stops.
+
+    Raised on every rank (the values checked are reduced over the ranks, so all see the same);
+    the command lines print its message as one line with exit status 1.
+    """
+
+
+@dataclass
+class LossWatch:
+    """Each step's reported loss: a non-finite one stops the run (``check_nan_inf``) or is warned about once.
+
+    A step with no token to predict (every label ignored, or rows of one token: the shifted labels
+    leave nothing) has a mean loss of 0/0. ``field`` names the switch in messages (legacy
+    ``train.debug.check_nan_inf``, new ``debug.check_nan_inf``).
+    """
+
+    check_nan_inf: bool
+    field: str
+    warned_step: int | None = None
+
+    def check(self, loss: float, step: int) -> None:
+        if get_platform().is_finite(loss):
+            return
+        cause = "a step with no token to predict (every label ignored, or rows of one token) gives nan"
+        if self.check_nan_inf:
+            raise NonFiniteError(
+                f"loss is {loss} at step {step}; the run stops there ({self.field} is on; {cause})"
+            )
+        if self.warned_step is None:
+            self.warned_step = step
+            logger.warning_rank0(
+                "loss is %s at step %d: not finite; training goes on (%s is off: set it to stop instead; %s); "
+                "later non-finite losses are not reported",
+                loss,
+                step,
+                self.field,
+                cause,
+            )
 
 
 # ------------------------------------------------------------------------- user callbacks

@@ -9,6 +9,7 @@ from typing import Any
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _positive_int, _sub_cfg
+from hyper_parallel.trainer.init_helpers import NonFiniteError
 
 logger = get_logger(__name__)
 
@@ -38,7 +39,7 @@ class GradientHealthCallback(Callback):
             "(detected because train.debug.check_nan_inf is enabled)"
         )
         logger.error(msg)
-        raise RuntimeError(msg)
+        raise NonFiniteError(msg)
 
 
 class GCCallback(Callback):
