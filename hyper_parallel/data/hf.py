@@ -6,6 +6,7 @@ that importing :mod:`hyper_parallel.data` stays cheap.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "FILE_BUILDERS",
     "TokenizedDataset",
     "check_train_path",
+    "content_cache_dir",
     "load_raw_dataset",
     "tokenize_dataset",
     "build_hf_dataset",
@@ -75,6 +77,42 @@ def _is_blank(path: Path, probe: int = 1 << 16) -> bool:
     return not path.read_bytes().strip()
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def content_cache_dir(path: Path) -> Path:
+    """The ``datasets`` cache folder for the data at ``path``, named after its content.
+
+    ``datasets`` keys a local data file by its path and modification time only, so a file replaced
+    with other rows and its old mtime (``cp -p``, a restored backup) was served from the cache of
+    the old rows, and so was its tokenisation (``map`` caches by the loaded files). Each content
+    gets a cache folder of its own instead: the sha256 of every file's relative name, size and
+    sha256 (a folder: each file in it, hidden ones aside, as ``datasets`` skips them). The same
+    bytes find their cache again; other bytes never find it.
+    """
+    import datasets
+
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(
+            f
+            for f in path.rglob("*")
+            if f.is_file() and not any(p.startswith(".") for p in f.relative_to(path).parts)
+        )
+    )
+    digest = hashlib.sha256()
+    for file in files:
+        name = file.name if file == path else file.relative_to(path).as_posix()
+        digest.update(f"{name}\0{file.stat().st_size}\0{_file_sha256(file)}\n".encode())
+    return Path(datasets.config.HF_DATASETS_CACHE) / "hyper_parallel_by_content" / digest.hexdigest()
+
+
 def load_raw_dataset(
     data_type: str,
     train_path: str | os.PathLike | None,
@@ -89,37 +127,39 @@ def load_raw_dataset(
     import datasets
 
     path = check_train_path(data_type, train_path, streaming=streaming)
-    if data_type == "json_file":
-        try:
-            return datasets.load_dataset("json", data_files=str(path), split="train")
-        except StopIteration as exc:  # the schema inference of an empty file
-            raise ValueError(
-                f"data.train_path={str(path)!r} holds no records; expected at least one"
-            ) from exc
-    if data_type != "hf_datasets":
+    if data_type not in ("json_file", "hf_datasets"):
         raise ValueError(f"load_raw_dataset handles data.type hf_datasets or json_file, got {data_type!r}")
-    if path.is_dir():
-        if any((path / marker).is_file() for marker in _SAVE_TO_DISK_MARKERS):
-            loaded = datasets.load_from_disk(str(path))
-            if isinstance(loaded, datasets.DatasetDict):
-                if "train" not in loaded:
-                    raise ValueError(
-                        f"data.train_path={str(path)!r} is a saved DatasetDict without a 'train' split; "
-                        f"splits: {sorted(loaded.keys())}"
-                    )
-                return loaded["train"]
-            return loaded
+    if (
+        data_type == "hf_datasets"
+        and path.is_dir()
+        and any((path / m).is_file() for m in _SAVE_TO_DISK_MARKERS)
+    ):
+        loaded = datasets.load_from_disk(str(path))  # arrow files read in place: no load cache
+        if isinstance(loaded, datasets.DatasetDict):
+            if "train" not in loaded:
+                raise ValueError(
+                    f"data.train_path={str(path)!r} is a saved DatasetDict without a 'train' split; "
+                    f"splits: {sorted(loaded.keys())}"
+                )
+            return loaded["train"]
+        return loaded
+    builder = None
+    if data_type == "hf_datasets" and not path.is_dir():
+        builder = FILE_BUILDERS.get(path.suffix.lower())
+        if builder is None:
+            raise ValueError(
+                f"data.train_path={str(path)!r} has an unsupported extension {path.suffix!r}; expected a directory "
+                f"or a file ending in {', '.join(FILE_BUILDERS)}"
+            )
+    cache_dir = str(content_cache_dir(path))
+    if data_type == "hf_datasets" and builder is None:  # a folder of data files
         if subset:
-            return datasets.load_dataset(str(path), subset, split="train")
-        return datasets.load_dataset(str(path), split="train")
-    builder = FILE_BUILDERS.get(path.suffix.lower())
-    if builder is None:
-        raise ValueError(
-            f"data.train_path={str(path)!r} has an unsupported extension {path.suffix!r}; expected a directory "
-            f"or a file ending in {', '.join(FILE_BUILDERS)}"
-        )
+            return datasets.load_dataset(str(path), subset, split="train", cache_dir=cache_dir)
+        return datasets.load_dataset(str(path), split="train", cache_dir=cache_dir)
     try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train")
+        return datasets.load_dataset(
+            builder or "json", data_files=str(path), split="train", cache_dir=cache_dir
+        )
     except StopIteration as exc:  # the schema inference of an empty file
         raise ValueError(f"data.train_path={str(path)!r} holds no records; expected at least one") from exc
 
