@@ -570,7 +570,31 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
         f"[{style}]{passed} passed, {failed} failed, {skipped} skipped, "
         f"{len(unused)} unused golden(s){lint_text}[/]"
     )
-    return 1 if bad else 0
+    if bad:
+        return 1
+    if passed == 0:  # a run that checked nothing is no pass (pytest's exit status 5: no tests ran)
+        why = _nothing_ran(outcomes, cases, args.backends or registry.backends())
+        console.print(Text("error: ", style="bold red") + Text(why), soft_wrap=True, highlight=False)
+        return NOTHING_RAN
+    return 0
+
+
+# The exit status of a run whose selection ran no case (pytest's "no tests ran").
+NOTHING_RAN = 5
+
+
+def _nothing_ran(outcomes: list[Outcome], cases: list[Case], backends: list[str]) -> str:
+    """One line: why a run ran no case (each selected job skipped, or no job for the backends)."""
+    if outcomes:
+        first_lines = (next((x.strip() for x in o.message.splitlines() if x.strip()), "") for o in outcomes)
+        reasons = sorted({line for line in first_lines if line})
+        why = f"all {len(outcomes)} selected case run(s) were skipped ({'; '.join(reasons) or 'no reason given'})"
+    else:
+        why = (
+            f"none of the {len(cases)} selected case(s) runs on backend {', '.join(backends)} "
+            f"(their backends: {', '.join(sorted({b for c in cases for b in c.backends}))})"
+        )
+    return f"nothing ran: {why}; exit status {NOTHING_RAN}"
 
 
 @contextlib.contextmanager
