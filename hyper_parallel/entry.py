@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 
 from hyper_parallel.checkpointing import CheckpointCorruptError, CheckpointSaveError
+from hyper_parallel.platform.base import RendezvousTimeoutError
 
 __all__ = ["DEBUG_ENV", "USAGE_ERRORS", "one_line", "run_main"]
 
@@ -31,6 +32,7 @@ USAGE_ERRORS: tuple[type[BaseException], ...] = (
     NotImplementedError,
     ImportError,
     CheckpointCorruptError,
+    RendezvousTimeoutError,  # a stale WORLD_SIZE, a rank that never started: the environment's error
 )
 
 

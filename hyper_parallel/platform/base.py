@@ -27,12 +27,49 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from hyper_parallel.platform.group import GroupInfo
 
-__all__ = ["Platform", "Tensor", "DType", "Device"]
+__all__ = [
+    "DEFAULT_RENDEZVOUS_TIMEOUT_S",
+    "RENDEZVOUS_TIMEOUT_ENV",
+    "Device",
+    "DType",
+    "Platform",
+    "RendezvousTimeoutError",
+    "Tensor",
+    "rendezvous_timeout_seconds",
+]
 
 Tensor: TypeAlias = Any  # the framework's tensor type (torch.Tensor, mindspore.Tensor)
 DType: TypeAlias = Any  # the framework's dtype object
 Device: TypeAlias = Any  # the framework's device object (or a device string)
 PathLike: TypeAlias = str | os.PathLike[str]
+
+# How long the process group's rendezvous may take before the run stops (seconds; see README).
+RENDEZVOUS_TIMEOUT_ENV = "HYPER_PARALLEL_RENDEZVOUS_TIMEOUT"
+DEFAULT_RENDEZVOUS_TIMEOUT_S = 60.0
+
+
+class RendezvousTimeoutError(RuntimeError):
+    """The process group's rendezvous did not complete in time: the message names the variables it
+    read (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and what to do. A configuration error of the
+    environment (a stale ``WORLD_SIZE``, a rank that never started): the entry points print it as
+    one line with exit status 2."""
+
+
+def rendezvous_timeout_seconds() -> float:
+    """``HYPER_PARALLEL_RENDEZVOUS_TIMEOUT`` as seconds (default 60); ``ValueError`` naming it when it is not > 0."""
+    raw = os.environ.get(RENDEZVOUS_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_RENDEZVOUS_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise ValueError(
+            f"{RENDEZVOUS_TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0 "
+            f"(default {DEFAULT_RENDEZVOUS_TIMEOUT_S:g})"
+        )
+    return value
 
 
 @runtime_checkable

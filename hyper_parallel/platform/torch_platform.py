@@ -16,6 +16,12 @@ from typing import Any, cast
 import torch
 import torch.distributed as dist
 
+from hyper_parallel.platform.base import (
+    DEFAULT_RENDEZVOUS_TIMEOUT_S,
+    RENDEZVOUS_TIMEOUT_ENV,
+    RendezvousTimeoutError,
+    rendezvous_timeout_seconds,
+)
 from hyper_parallel.platform.group import GroupInfo
 
 logger = logging.getLogger(__name__)
@@ -41,6 +47,18 @@ DTYPE_NAMES = {**TRAINING_DTYPES, "float64": torch.float64, "fp64": torch.float6
 # Set when init_process_group made the 1-rank env:// world itself (plain ``python``, no launcher).
 _SELF_WORLD_MARK = "HYPER_PARALLEL_SELF_WORLD"
 _SELF_WORLD_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+# What the env:// rendezvous reads (named when it does not complete).
+_RENDEZVOUS_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _default_pg_timeout(backend: str) -> datetime.timedelta:
+    """The timeout ``init_process_group`` gives a group (and its store) when none is asked for."""
+    default = getattr(dist.distributed_c10d, "_get_default_timeout", None)
+    if default is not None:
+        return default(backend)
+    from torch.distributed import constants
+
+    return constants.default_pg_timeout
 
 
 def _self_world_env() -> dict[str, str]:
@@ -566,7 +584,15 @@ class TorchPlatform:
         return dist.get_global_rank(group, group_rank) if self.is_distributed() else group_rank
 
     def init_process_group(self, backend: str | None = None, timeout_seconds: float | None = None) -> None:
-        """Initialise the default group once; plain ``python`` becomes a 1-rank world."""
+        """Initialise the default group once; plain ``python`` becomes a 1-rank world.
+
+        The env:// rendezvous is torch's own, run here with a bound of its own
+        (``HYPER_PARALLEL_RENDEZVOUS_TIMEOUT`` seconds, 60 by default, and never more than
+        ``timeout_seconds``): a stale ``WORLD_SIZE`` with no other rank used to wait out the store's
+        timeout in silence and end in a raw traceback; now it is a ``RendezvousTimeoutError`` naming
+        the variables read. Then, as ``init_process_group(init_method="env://")`` does, the store
+        takes the group's timeout and is prefixed ``default_pg``; collectives keep ``timeout_seconds``.
+        """
         if self.is_distributed():
             return
         backend = backend or _DEFAULT_BACKENDS[self.device_type()]
@@ -575,7 +601,31 @@ class TorchPlatform:
             # at destroy, so that a later group or a child process never inherits a port in use.
             os.environ.update(_self_world_env())
         timeout = None if timeout_seconds is None else datetime.timedelta(seconds=timeout_seconds)
-        dist.init_process_group(backend=backend, init_method="env://", timeout=timeout)
+        bound = rendezvous_timeout_seconds()
+        if timeout_seconds is not None:
+            bound = min(bound, float(timeout_seconds))
+        read = ", ".join(f"{name}={os.environ.get(name, '(unset)')}" for name in _RENDEZVOUS_VARS)
+        try:
+            store, rank, world_size = next(
+                dist.rendezvous("env://", timeout=datetime.timedelta(seconds=bound))
+            )
+        except dist.DistError as exc:
+            reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+            raise RendezvousTimeoutError(
+                f"the process group's rendezvous did not complete within {bound:g} s ({read}, read from the "
+                f"environment; {type(exc).__name__}: {reason}): start every rank with a launcher (torchrun "
+                f"--nproc_per_node=N ...), or unset WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT to train as "
+                f"one process; {RENDEZVOUS_TIMEOUT_ENV} sets the wait in seconds "
+                f"(default {DEFAULT_RENDEZVOUS_TIMEOUT_S:g})"
+            ) from exc
+        store.set_timeout(timeout if timeout is not None else _default_pg_timeout(backend))
+        dist.init_process_group(
+            backend=backend,
+            store=dist.PrefixStore("default_pg", store),
+            rank=rank,
+            world_size=world_size,
+            timeout=timeout,
+        )
 
     def destroy_process_group(self) -> None:
         if self.is_distributed():
