@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -539,18 +540,21 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
                 on_done=lambda _outcome: progress.advance(task),
                 hypothesis_blob=args.hypothesis_blob,
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGINT sent to the harness (RunInterrupted)
+        signum = getattr(exc, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
         if args.report_dir is not None:
             try:
-                run_state.mark_interrupted(args.report_dir, argv, tree)
+                run_state.mark_interrupted(args.report_dir, argv, tree, signal_name=name)
             except OSError:
                 pass
         console.print(
-            "[bold red]interrupted[/]: no result; the run is marked interrupted in "
+            f"[bold red]interrupted[/]: {name}; no result, every worker ended; the run is marked interrupted in "
             f"{run_summary_path(args.report_dir) if args.report_dir else 'no report dir'}",
             highlight=False,
+            soft_wrap=True,
         )
-        return 130
+        return 128 + signum
     _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
     if args.report_dir is not None:
         _write_run_summary(args.report_dir, engine, outcomes, tree, argv)
@@ -597,14 +601,23 @@ def _nothing_ran(outcomes: list[Outcome], cases: list[Case], backends: list[str]
     return f"nothing ran: {why}; exit status {NOTHING_RAN}"
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT reached the harness: the run stops, its workers are ended, the run is marked
+    interrupted and the exit status is 128 + ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 @contextlib.contextmanager
 def _run_temp_dir() -> Iterator[Path]:
     """Every temp folder of the run (forked workers and their subprocesses included) under one
-    folder, removed at the end whatever happens; Ctrl-C interrupts the parent only: forked workers
-    ignore SIGINT and the parent ends them."""
+    folder, removed at the end whatever happens; Ctrl-C or SIGTERM interrupts the parent only:
+    forked workers ignore SIGINT, die of SIGTERM, and the parent ends them (``parallel``: each
+    worker with what it started)."""
     import multiprocessing
     import shutil
-    import signal
     import tempfile
 
     root = Path(tempfile.mkdtemp(prefix="parity-run-"))
@@ -612,18 +625,22 @@ def _run_temp_dir() -> Iterator[Path]:
     os.environ["TMPDIR"], tempfile.tempdir = str(root), str(root)
     parent = os.getpid()
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: Any) -> None:
         if os.getpid() == parent:
-            raise KeyboardInterrupt
+            raise RunInterrupted(signum)
+        if signum == signal.SIGTERM:  # a process forked from this one ends as SIGTERM would end it
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield root
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         children = multiprocessing.active_children()
         for child in children:
-            child.terminate()
+            parallel.end_process(child)
         for child in children:
             child.join(timeout=10)
         if saved_env is None:

@@ -8,6 +8,10 @@ and every worker runs the same code under the same CPU profile (one intra-op thr
 
 Outcomes come back in registry order whatever the schedule; each case's result does not depend
 on the worker that ran it (every case is seeded on its own, and a shared run seeds itself).
+
+Each worker leads a process group of its own, so that the processes a case starts (ranks, a
+launcher) go with it: when the run stops early (SIGTERM or Ctrl-C to the harness, a lost
+worker), ``end_process`` ends each worker's whole group, and nothing is left running.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import gc
 import multiprocessing as mp
 import os
 import queue
+import signal
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +30,7 @@ from parity import scratch
 from parity.cases import Case
 from parity.engine import Engine, Outcome
 
-__all__ = ["default_workers", "run_cases", "schedule"]
+__all__ = ["default_workers", "end_process", "run_cases", "schedule"]
 
 Job = tuple[Case, str]
 
@@ -110,15 +115,44 @@ def run_cases(
     ]
     for proc in procs:
         proc.start()
+        assert proc.pid is not None, "a started process has a pid"
+        _own_group(proc.pid)  # here too, so that no signal finds the worker between fork and its own call
     gc.unfreeze()
     try:
         outcomes = _collect(engine, jobs, procs, results, workers, on_start, on_done)
     finally:
+        for proc in procs:  # a worker that is gone may have left what it started: its group goes too
+            end_process(proc)
         for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
+            proc.join(timeout=5)
     return outcomes
+
+
+def _own_group(pid: int) -> None:
+    try:
+        os.setpgid(pid, pid)
+    except OSError:  # already its own (or already gone)
+        pass
+
+
+def end_process(proc: Any, sig: int = signal.SIGTERM) -> None:
+    """End a worker and every process in its group (what its cases started); SIGKILL if it lingers."""
+    for attempt in (sig, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, attempt)
+        except (ProcessLookupError, PermissionError):  # no such group: the worker alone, if alive
+            if proc.is_alive():
+                try:
+                    os.kill(proc.pid, attempt)
+                except ProcessLookupError:
+                    pass
+        proc.join(timeout=5)
+        if not proc.is_alive() and attempt == sig:
+            try:  # the worker is gone; make sure nothing it started stays behind
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
 
 
 def _collect(
@@ -167,6 +201,10 @@ def _collect(
 
 
 def _worker(engine: Engine, jobs: list[Job], tasks: Any, results: Any, hypothesis_blob: str | None) -> None:
+    # A group of its own (its cases' processes join it), and SIGTERM ends it: the parent's handler,
+    # inherited through fork, is for the parent only.
+    _own_group(0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         while (unit := tasks.get()) is not None:
             for index in unit:

@@ -1,7 +1,8 @@
 """The state of the last ``parity run``: ``<report dir>/last_run.json``, and the tree it ran on.
 
 A run writes ``status: running`` before its first case (so an earlier run's file never passes for
-this one), ``interrupted`` on Ctrl-C and ``finished`` with every case at the end. Each record
+this one), ``interrupted`` on Ctrl-C or SIGTERM (with the signal's name) and ``finished`` with
+every case at the end. Each record
 carries ``tree``, a fingerprint of the source files a golden depends on (product, harness, recipes,
 assets; not the goldens nor the reports), so ``parity update --failed`` can refuse a run made on
 another tree in one line.
@@ -89,10 +90,18 @@ def mark_started(report_dir: Path, argv: list[str], tree: str) -> None:
     )
 
 
-def mark_interrupted(report_dir: Path, argv: list[str], tree: str) -> None:
+def mark_interrupted(report_dir: Path, argv: list[str], tree: str, *, signal_name: str = "SIGINT") -> None:
+    """The run stopped on a signal (Ctrl-C, SIGTERM): no result, and ``--failed`` refuses it."""
     write_json_atomic(
         run_summary_path(report_dir),
-        {"status": "interrupted", "interrupted": _now(), "argv": list(argv), "tree": tree, "cases": []},
+        {
+            "status": "interrupted",
+            "interrupted": _now(),
+            "signal": signal_name,
+            "argv": list(argv),
+            "tree": tree,
+            "cases": [],
+        },
     )
 
 
