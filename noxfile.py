@@ -14,6 +14,7 @@ Every run gets ``PYTHONHASHSEED=0``.
     nox -s selfcheck         # plant the divergences of parity/tools/plants.py; how many does the suite catch?
     nox -s selfcheck_quick   # each case against the plants it claims (parity/tools/claims.py): CI, minutes
     nox -s explore           # nightly: drawn explore configurations for an hour (`-- --explore-budget S`)
+    nox -s mutation          # mutmut's mutants against the cases that run them (`-- --changed`, `-- --sample N`)
 """
 
 from __future__ import annotations
@@ -123,6 +124,21 @@ def explore(session: nox.Session) -> None:
         "python", "-m", "parity", "run", "--backend", "torch", "--tag", "explore",
         "--explore-budget", "3600", *session.posargs,
         env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch", "HYPOTHESIS_PROFILE": "explore"},
+    )  # fmt: skip
+
+
+@nox.session(reuse_venv=True)
+def mutation(session: nox.Session) -> None:
+    """``python -m parity mutation``: mutmut's mutants of the product, each against the case groups
+    that run its function; the score per module and area, survivors, ``parity/reports/mutation.json``.
+
+    ``-- --changed`` (functions changed against main's merge base), ``-- --sample 1000 --seed 0``
+    (a uniform sample, score with a 95% interval), no argument: every mutant (the nightly job).
+    """
+    _install_project(session)
+    session.run(
+        "python", "-m", "parity", "mutation", *session.posargs,
+        env={**ENV, "HYPER_PARALLEL_PLATFORM": "torch"},
     )  # fmt: skip
 
 

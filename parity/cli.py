@@ -198,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     from parity.tools import selfcheck_runner  # a tool: the CLI dispatches to it, the core never imports it
 
     selfcheck_runner.add_arguments(p_self)
+    p_mut = sub.add_parser(
+        "mutation", help="mutmut's mutants of the product against the cases that run them: the score"
+    )
+    from parity.mutation import runner as mutation_runner  # a tool, like selfcheck
+
+    mutation_runner.add_arguments(p_mut)
     return parser
 
 
@@ -227,6 +233,10 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         from parity.tools import selfcheck_runner
 
         return selfcheck_runner.main(args, console)
+    if args.command == "mutation":  # each mutant runs in a child process of its own
+        from parity.mutation import runner as mutation_runner
+
+        return mutation_runner.main(args, console)
     if args.command == "env":
         backends = [args.backend] if args.backend else []
     else:

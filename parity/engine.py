@@ -148,6 +148,9 @@ class Engine:
     commands: Commands | None = None
     hypothesis_settings: Any = None  # a hypothesis.settings; None: the loaded profile
     catch_errors: bool = True  # False under pytest, so a producer's traceback is shown as is
+    # Called with the case and the exception of an error outcome (the mutation runner tells a
+    # crash of the product from one of the harness by the exception's frames).
+    on_error: Callable[[Case, BaseException], None] | None = None
     _platform: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -194,6 +197,8 @@ class Engine:
             except BaseException as exc:  # an error outcome; DCP's CheckpointException is a BaseException
                 if not self.catch_errors:
                     raise
+                if self.on_error is not None:
+                    self.on_error(case, exc)
                 outcome = Outcome(
                     case, backend, self.platform_key(), "error", message=_format_error(case, backend, exc)
                 )

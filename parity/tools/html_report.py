@@ -365,6 +365,7 @@ def write_html(
             f"<td>{'' if seconds is None else f'{float(seconds):.2f}'}</td></tr>"
         )
     body.append("</table></details>")
+    body.extend(mutation_section(report_dir / "mutation.json"))
     body.append("<details><summary>Environment fingerprint</summary>")
     if fingerprint:
         body.append("<table><tr><th>field</th><th>value</th></tr>")
@@ -383,6 +384,51 @@ def write_html(
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     return Written(path=path, failing=len(shown), images=images, png_files=png_files)
+
+
+def mutation_section(path: Path) -> list[str]:
+    """The last ``parity mutation`` run (``mutation.json`` beside the reports): the score per
+    area and every survivor as ``file:function:line operator``; nothing when there was none."""
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        total = data["total"]
+    except (OSError, ValueError, KeyError) as exc:
+        return [f'<p class="muted">unreadable: {_esc(path)} ({_esc(exc)})</p>']
+
+    def pct(x: Any) -> str:
+        return "-" if x is None else f"{100 * float(x):.1f}%"
+
+    lo, hi = total["ci95"]
+    drawn = (
+        f"{data['sample']} drawn of {data['population']}" if data.get("sample") else str(data["population"])
+    )
+    out = [
+        "<h2>Mutation score</h2>",
+        f"<p>{_esc(pct(total['score']))} of judged mutants killed (95% CI {_esc(pct(lo))}-{_esc(pct(hi))}); "
+        f"{total['timeout']} timeouts and {total['harness_error']} harness errors counted apart; mutants "
+        f"{_esc(drawn)} ({_esc(data['scope'])}), {len(data.get('reviewed', []))} listed as equivalent; "
+        f"written {_esc(data.get('written'))}</p>",
+        "<table><tr><th>area</th><th>run</th><th>killed</th><th>survived</th><th>not covered</th>"
+        "<th>timeout</th><th>harness error</th><th>score</th></tr>",
+    ]
+    for area, c in data["by_area"].items():
+        out.append(
+            f"<tr><td>{_esc(area)}</td><td>{c['run']}</td><td>{c['killed']}</td><td>{c['survived']}</td>"
+            f"<td>{c['not_covered']}</td><td>{c['timeout']}</td><td>{c['harness_error']}</td>"
+            f"<td>{_esc(pct(c['score']))}</td></tr>"
+        )
+    out.append("</table>")
+    survivors = data.get("survivors", [])
+    out.append(f"<details><summary>{len(survivors)} survivors</summary><ul>")
+    for row in survivors:
+        out.append(
+            f"<li><code>{_esc(row['path'])}:{_esc(row['qualname'])}:{row['line']}</code> "
+            f'{_esc(row["operator"])} <span class="muted">({_esc(row["status"])})</span></li>'
+        )
+    out.append("</ul></details>")
+    return out
 
 
 def _telling(data: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -240,9 +240,24 @@ class WarmStarter:
     Several threads may launch at the same time.
     """
 
-    def __init__(self, modules: Sequence[str] = ZYGOTE_MODULES, *, ready_timeout: float = 180.0) -> None:
+    def __init__(
+        self,
+        modules: Sequence[str] = ZYGOTE_MODULES,
+        *,
+        ready_timeout: float = 180.0,
+        forbidden: Sequence[str] = _FORBIDDEN,
+        home: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``forbidden``: top-level packages the zygote must not import (each copy brings its own);
+        ``home``/``env``: the zygote's working directory and environment (default: a temporary
+        folder and :meth:`base_env`). The mutation runner preloads the mutated tree itself:
+        ``forbidden=()``, ``home`` the tree."""
         self.modules = tuple(modules)
         self.ready_timeout = ready_timeout
+        self.forbidden = tuple(forbidden)
+        self.home = home
+        self.env = dict(env) if env is not None else None
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, object] = {}  # the zygote's ready line (pid, loaded modules, threads)
         self.dead: str | None = None  # why the zygote cannot serve (None while it can)
@@ -282,11 +297,13 @@ class WarmStarter:
     def start(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="parity-zygote-")
         self.log = Path(self._tmp.name) / "zygote.log"
+        env = self.base_env() if self.env is None else {**self.env, **self._profile}
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _ZYGOTE, json.dumps(self.modules), json.dumps(_FORBIDDEN)],
-                cwd=self._tmp.name,  # never the project: '' on sys.path must not find parity
-                env=self.base_env(),
+                [sys.executable, "-c", _ZYGOTE, json.dumps(self.modules), json.dumps(self.forbidden)],
+                # never the project by default: '' on sys.path must not find parity
+                cwd=str(self.home) if self.home is not None else self._tmp.name,
+                env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -364,9 +381,12 @@ class WarmStarter:
         return lines[-1][:200] if lines else "empty log"
 
     # ------------------------------------------------------------ launching
-    def launch(self, copy: Path, env: Mapping[str, str], argv: Sequence[str], output: Path) -> WarmChild:
-        """Fork ``python -c _BOOTSTRAP *argv`` in ``copy`` with ``env`` (plus the CPU profile's
-        knobs), its output into ``output``; ``WarmStartError`` when the zygote cannot."""
+    def launch(
+        self, copy: Path, env: Mapping[str, str], argv: Sequence[str], output: Path, code: str = _BOOTSTRAP
+    ) -> WarmChild:
+        """Fork ``python -c code *argv`` (default: the self-check bootstrap) in ``copy`` with ``env``
+        (plus the CPU profile's knobs), its output into ``output``; ``WarmStartError`` when the
+        zygote cannot."""
         if self.proc is None:
             raise WarmStartError("the warm starter was not started")
         if not self._ready.wait(self.ready_timeout):
@@ -380,7 +400,7 @@ class WarmStarter:
             "env": {**env, **self._profile},
             "output": str(output),
             "argv": list(argv),
-            "code": _BOOTSTRAP,
+            "code": code,
         }
         line = (json.dumps(request) + "\n").encode("utf-8")
         with self._lock:

@@ -1,0 +1,209 @@
+"""The coverage map: which case groups run which product line, and how long each group takes.
+
+A group is the unit a mutant runs: the cases that share one cached run (``share=``), or one case.
+The map comes from one run of every torch group in the mutated tree with no mutant chosen (the
+trampolines call the original copies), measured by coverage.py in every process the cases start:
+the group processes switch coverage's dynamic context per group, forked ranks inherit it
+(``patch = fork, _exit``), and fresh interpreters (torchrun workers, the long-horizon child) start
+coverage from ``sitecustomize`` with the group as their static context. A mutant then runs only
+the groups that execute the statement it changes. Lines run while the cases register (context
+``import``) run in the warm interpreter before any mutant is chosen, so their mutants get a fresh
+interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from parity.mutation.child import CHILD_CODE
+
+__all__ = ["CoverageMap", "Group", "groups_of", "measure"]
+
+IMPORT = "import"
+
+
+@dataclass
+class Group:
+    label: str
+    cases: list[str]
+    seconds: float = 0.0
+    status: str = "pass"  # the map run's result: a red group is never selected
+
+
+@dataclass
+class CoverageMap:
+    groups: list[Group]
+    lines: dict[str, dict[int, list[str]]]  # tree-relative file -> line -> group labels
+    at_import: dict[str, list[int]] = field(default_factory=dict)  # file -> lines run at import
+
+    def __post_init__(self) -> None:
+        self._by_label = {g.label: g for g in self.groups if g.status == "pass"}
+        self._import = {f: set(v) for f, v in self.at_import.items()}
+
+    def groups_for(self, path: str, line: int) -> list[Group]:
+        """The green groups that run ``path``'s statement at ``line``, cheapest first."""
+        labels = self.lines.get(path, {}).get(line, [])
+        chosen = [self._by_label[x] for x in labels if x in self._by_label]
+        return sorted(chosen, key=lambda g: (g.seconds, g.label))
+
+    def runs_at_import(self, path: str, line: int) -> bool:
+        return line in self._import.get(path, ())
+
+    def groups_needed(self, where: Iterable[tuple[str, int]]) -> list[Group]:
+        seen: dict[str, Group] = {}
+        for path, line in where:
+            for g in self.groups_for(path, line):
+                seen.setdefault(g.label, g)
+        return sorted(seen.values(), key=lambda g: int(g.label[1:]))
+
+    def red(self) -> list[Group]:
+        return [g for g in self.groups if g.status != "pass"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": [
+                {"label": g.label, "cases": g.cases, "seconds": round(g.seconds, 3), "status": g.status}
+                for g in self.groups
+            ],
+            "lines": {
+                f: {str(n): v for n, v in sorted(rows.items())} for f, rows in sorted(self.lines.items())
+            },
+            "at_import": {f: sorted(v) for f, v in sorted(self.at_import.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CoverageMap:
+        groups = [Group(g["label"], list(g["cases"]), g["seconds"], g["status"]) for g in data["groups"]]
+        lines = {f: {int(n): list(v) for n, v in rows.items()} for f, rows in data["lines"].items()}
+        return cls(groups, lines, {f: list(v) for f, v in data["at_import"].items()})
+
+
+def groups_of(registry: Any, backend: str = "torch") -> list[Group]:
+    """The registry's groups on ``backend``: cases sharing a run together, in registration order."""
+    by_key: dict[str, Group] = {}
+    for case in registry:
+        if backend not in case.backends:
+            continue
+        key = f"share:{case.share}" if case.share else f"case:{case.id}"
+        if key not in by_key:
+            by_key[key] = Group(label=f"g{len(by_key)}", cases=[])
+        by_key[key].cases.append(case.id)
+    return list(by_key.values())
+
+
+_SITECUSTOMIZE = """import os
+if os.environ.get("COVERAGE_PROCESS_START"):
+    import coverage
+    coverage.process_startup()
+"""
+
+
+def _rcfile(folder: Path, tree: Path) -> Path:
+    rc = folder / "coveragerc"
+    rc.write_text(
+        "[run]\n"
+        f"source = {tree / 'hyper_parallel'}\n"
+        f"data_file = {folder / 'data' / '.coverage'}\n"
+        "parallel = true\n"
+        "patch = fork, _exit\n"
+        # A fresh interpreter works for the group its parent ran when it started.
+        "context = ${PARITY_MUTATION_GROUP-import}\n",
+        encoding="utf-8",
+    )
+    return rc
+
+
+def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> CoverageMap:
+    """Run every group once under coverage.py and read back the lines, contexts and timings."""
+    import shutil
+
+    import coverage
+
+    from parity.cases import load_registry
+
+    registry = load_registry("parity.suites:REGISTRY")
+    groups = groups_of(registry)
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "boot").mkdir(parents=True)
+    (folder / "data").mkdir()
+    (folder / "boot" / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+    rc = _rcfile(folder, tree)
+    from parity.mutation.runner import child_env
+
+    env = child_env(tree, extra_path=[folder / "boot"])
+    env["COVERAGE_PROCESS_START"] = str(rc)
+    env.pop("PARITY_MUTATION_GROUP", None)
+    shards = [groups[i :: max(1, jobs)] for i in range(max(1, jobs))]
+    console.print(f"coverage map: {len(groups)} case groups under coverage.py, {len(shards)} processes ...")
+    procs = []
+    for n, shard in enumerate(shards):
+        out = folder / f"shard{n}.json"
+        spec = {
+            "mutant": "",
+            "groups": [g.cases for g in shard],
+            "labels": [g.label for g in shard],
+            "stop_at_first": False,
+            "out": str(out),
+            "tree": str(tree),
+        }
+        spec_path = folder / f"shard{n}.spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        log = open(folder / f"shard{n}.log", "wb")  # closed below
+        procs.append((shard, out, log, subprocess.Popen(
+            [sys.executable, "-c", CHILD_CODE, str(spec_path)],
+            cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )))  # fmt: skip
+    for shard, out, log, proc in procs:
+        proc.wait()
+        log.close()
+        if not out.exists():
+            raise RuntimeError(f"the coverage map's run wrote no result: see {log.name} in {folder}")
+        verdict = json.loads(out.read_text(encoding="utf-8"))
+        if len(verdict["groups"]) != len(shard):
+            raise RuntimeError(
+                f"the coverage map's run stopped early ({verdict.get('evidence')}): see {folder}"
+            )
+        for g, result in zip(shard, verdict["groups"]):
+            g.seconds, g.status = float(result["seconds"]), result["status"]
+    cov = coverage.Coverage(data_file=str(folder / "data" / ".coverage"), config_file=str(rc))
+    cov.combine([str(folder / "data")], keep=False)
+    data = cov.get_data()
+    root = str(tree) + os.sep
+    lines: dict[str, dict[int, list[str]]] = {}
+    at_import: dict[str, list[int]] = {}
+    for measured in data.measured_files():
+        if not measured.startswith(root):
+            continue
+        rel = measured[len(root) :]
+        rows: dict[int, list[str]] = {}
+        imported: list[int] = []
+        for line, contexts in data.contexts_by_lineno(measured).items():
+            labels = sorted({c.rpartition("|")[2] for c in contexts if c} - {"import"})
+            if labels:
+                rows[line] = labels
+            if "import" in contexts:
+                imported.append(line)
+        lines[rel] = rows
+        at_import[rel] = sorted(imported)
+    cmap = CoverageMap(groups, lines, at_import)
+    red = cmap.red()
+    console.print(
+        f"coverage map: {sum(len(r) for r in lines.values())} product lines run by "
+        f"{len(groups) - len(red)} green groups"
+        + (
+            f"; {len(red)} groups red on the unmutated tree, left out: {', '.join(g.cases[0] for g in red[:3])}"
+            if red
+            else ""
+        )
+    )
+    return cmap

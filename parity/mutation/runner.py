@@ -1,0 +1,342 @@
+"""``python -m parity mutation``: run mutmut's mutants against the parity cases that execute them.
+
+The steps, each cached under ``.mutation/`` by the content of the repository's files:
+
+1. **Mutants** (:mod:`parity.mutation.mutants`): a copy of the repository with every product
+   function rewritten by mutmut (its trampolines and operators), and one record per mutant.
+2. **Coverage map** (:mod:`parity.mutation.coverage`): every torch case group run once in the
+   mutated tree under coverage.py; which product lines each group runs, in every process, and
+   how long it takes. A group that is red here can kill nothing and is left out.
+3. **Forced fail**: every mutated function raising at entry must turn each selected group red
+   (``MUTANT_UNDER_TEST=fail``); a group that stays green would hide every mutant it is chosen for.
+4. **Mutants**, each in a process forked from one warm interpreter that has imported the mutated
+   tree and registered the cases (mutants of code that runs at import get a fresh interpreter),
+   running only the groups that execute the statement it changes, cheapest first, until one
+   turns red. A mutant of a statement no case runs is ``not_covered`` without a run.
+
+The verdicts (:mod:`parity.mutation.score`) go to the terminal, to ``mutation.json`` in the report
+folder, and to ``parity report --html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from parity.mutation import changed as changed_mod
+from parity.mutation import coverage, score
+from parity.mutation.child import CHILD_CODE
+from parity.mutation.mutants import Mutant
+from parity.mutation.workspace import Workspace
+
+__all__ = ["Verdict", "add_arguments", "main", "run_mutants"]
+
+DEFAULT_REPORT_DIR = Path("parity/reports")
+# Per mutant: this many times the map's seconds for its groups, plus the constant (fork, load).
+TIMEOUT_FACTOR = 3.0
+TIMEOUT_CONSTANT = 30.0
+
+
+@dataclass
+class Verdict:
+    """One mutant's result: killed | survived | not_covered | timeout | harness_error."""
+
+    mutant: Mutant
+    status: str
+    case: str | None = None
+    evidence: str = ""
+    seconds: float = 0.0
+    groups: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.mutant.to_dict(),
+            "status": self.status,
+            "case": self.case,
+            "evidence": self.evidence,
+            "seconds": round(self.seconds, 3),
+            "groups": self.groups,
+        }
+
+
+@dataclass
+class _Launcher:
+    """Starts one child per spec: forked from the warm interpreter, or fresh when asked."""
+
+    tree: Path
+    env: dict[str, str]
+    logs: Path
+    starter: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, spec: dict[str, Any], *, fresh: bool, timeout: float) -> tuple[dict[str, Any] | None, bool]:
+        """(verdict or None, timed_out)."""
+        from parity.tools.warm_start import WarmStartError
+
+        spec_path = Path(spec["out"]).with_suffix(".spec.json")
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        log = Path(spec["out"]).with_suffix(".log")
+        env = {**self.env, "MUTANT_UNDER_TEST": spec["mutant"]}
+        if not fresh and self.starter is not None:
+            try:
+                child = self.starter.launch(self.tree, env, [str(spec_path)], log, code=CHILD_CODE)
+            except WarmStartError:
+                fresh = True
+            else:
+                status = child.wait(timeout)
+                if status is None:
+                    child.kill()
+                    child.wait(30)
+                    return None, True
+        if fresh:
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", CHILD_CODE, str(spec_path)],
+                    cwd=self.tree,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                return None, True
+        out_path = Path(spec["out"])
+        if not out_path.exists():
+            return None, False
+        return json.loads(out_path.read_text(encoding="utf-8")), False
+
+
+def child_env(tree: Path, extra_path: Sequence[Path] = ()) -> dict[str, str]:
+    """A mutant process's environment: the tree first on the path, one case worker, no shrinking."""
+    from parity.tools.child import _RENDEZVOUS_VARS
+    from parity.tools.warm_start import _profile_env
+
+    env = {k: v for k, v in os.environ.items() if k not in _RENDEZVOUS_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in extra_path), str(tree)])
+    env["PYTHONHASHSEED"] = "0"
+    env["PARITY_JOBS"] = "1"
+    env.setdefault("HYPOTHESIS_PROFILE", "selfcheck")  # red or green is the question, no shrinking
+    env["MUTANT_UNDER_TEST"] = ""
+    env["HYPER_PARALLEL_PLATFORM"] = "torch"
+    env.update(_profile_env())
+    return env
+
+
+def warm_starter(tree: Path, env: dict[str, str]) -> Any:
+    """The warm interpreter: third-party modules, then the mutated tree's cases (registered once)."""
+    from parity.tools.warm_start import ZYGOTE_MODULES, WarmStarter
+
+    modules = (*ZYGOTE_MODULES, "mutmut.mutation.trampoline", "parity.mutation.child", "parity.suites")
+    return WarmStarter(modules, forbidden=(), home=tree, env=env)
+
+
+def run_mutants(
+    mutants: Sequence[Mutant],
+    cmap: coverage.CoverageMap,
+    launcher: _Launcher,
+    *,
+    jobs: int,
+    on_verdict: Callable[[Verdict], None],
+) -> list[Verdict]:
+    """Run each mutant against its groups on ``jobs`` threads; ``on_verdict`` sees each verdict."""
+    todo: queue.Queue[Mutant] = queue.Queue()
+    verdicts: list[Verdict] = []
+    lock = threading.Lock()
+    for m in mutants:
+        todo.put(m)
+
+    def work() -> None:
+        while True:
+            try:
+                m = todo.get_nowait()
+            except queue.Empty:
+                return
+            verdict = _run_one(m, cmap, launcher)
+            with lock:
+                verdicts.append(verdict)
+                on_verdict(verdict)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return verdicts
+
+
+def _run_one(m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher) -> Verdict:
+    groups = cmap.groups_for(m.path, m.tree_line)
+    if not groups:
+        return Verdict(m, "not_covered")
+    budget = sum(g.seconds for g in groups)
+    out = launcher.logs / f"{abs(hash(m.name)):x}.json"
+    out.unlink(missing_ok=True)
+    spec = {
+        "mutant": m.name,
+        "groups": [g.cases for g in groups],
+        "stop_at_first": True,
+        "out": str(out),
+        "tree": str(launcher.tree),
+    }
+    start = time.perf_counter()
+    result, timed_out = launcher.run(
+        spec,
+        fresh=cmap.runs_at_import(m.path, m.tree_line),
+        timeout=TIMEOUT_FACTOR * budget + TIMEOUT_CONSTANT,
+    )
+    seconds = time.perf_counter() - start
+    if timed_out:
+        return Verdict(m, "timeout", seconds=seconds, groups=len(groups), evidence=f"over {budget:.0f}s x3")
+    if result is None:
+        log = out.with_suffix(".log")
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        return Verdict(m, "harness_error", evidence="no verdict: " + " ".join(tail)[:200], seconds=seconds)
+    return Verdict(
+        m,
+        result["status"],
+        case=result.get("case"),
+        evidence=result.get("evidence", ""),
+        seconds=seconds,
+        groups=len(result.get("groups", [])),
+    )
+
+
+def forced_fail(
+    cmap: coverage.CoverageMap, groups: Sequence[coverage.Group], launcher: _Launcher
+) -> list[str]:
+    """Every function raising at entry (``MUTANT_UNDER_TEST=fail``): the labels of groups left green."""
+    out = launcher.logs / "forced-fail.json"
+    out.unlink(missing_ok=True)
+    spec = {
+        "mutant": "fail",
+        "groups": [g.cases for g in groups],
+        "stop_at_first": False,
+        "out": str(out),
+        "tree": str(launcher.tree),
+    }
+    budget = sum(g.seconds for g in groups)
+    result, timed_out = launcher.run(spec, fresh=False, timeout=budget + 120)
+    if timed_out or result is None:
+        raise RuntimeError("the forced-fail check did not finish: see " + str(out.with_suffix(".log")))
+    statuses = [g["status"] for g in result["groups"]]
+    if len(statuses) != len(groups):
+        raise RuntimeError(
+            f"the forced-fail check stopped after {len(statuses)} of {len(groups)} groups: "
+            f"{result.get('evidence')} (log: {out.with_suffix('.log')})"
+        )
+    return [g.label for g, s in zip(groups, statuses) if s != "killed"]
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--changed",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="REV",
+        help="only mutants of functions changed against REV (default: the merge base with main; "
+        "on main itself, the uncommitted changes)",
+    )
+    p.add_argument("--sample", type=int, default=None, metavar="N", help="N mutants drawn uniformly")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--module", action="append", default=[], help="only these product files (repeatable)")
+    p.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1), help="mutants at once")
+    p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
+    p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
+    p.add_argument("--list", action="store_true", help="list the selected mutants and stop")
+
+
+def main(args: argparse.Namespace, console: Console) -> int:
+    repo = Path.cwd()
+    ws = Workspace(repo, args.work)
+    t0 = time.perf_counter()
+    tree, mutants = ws.mutants(console, jobs=args.jobs)
+    reviewed = score.Reviewed.load(score.REVIEWED_FILE)
+    scope = select(mutants, args, console, repo)
+    if args.list:
+        for m in scope:
+            console.print(f"{m.location()}  {m.operator}  [dim]{m.key}[/]", highlight=False, markup=True)
+        console.print(f"{len(scope)} mutants")
+        return 0
+    listed = [m for m in scope if reviewed.get(m.key) is not None]
+    pool = [m for m in scope if reviewed.get(m.key) is None]
+    population = len(pool)
+    if args.sample is not None and args.sample < len(pool):
+        pool = sorted(random.Random(args.seed).sample(pool, args.sample), key=lambda m: m.name)
+    env = child_env(tree)
+    cmap = ws.coverage_map(console, tree, jobs=args.jobs)
+    t_prep = time.perf_counter() - t0
+    logs = Path(tempfile.mkdtemp(prefix="parity-mutation-"))
+    starter = warm_starter(tree, env)
+    starter.start()
+    launcher = _Launcher(tree=tree, env=env, logs=logs, starter=starter)
+    try:
+        needed = cmap.groups_needed((m.path, m.tree_line) for m in pool)
+        console.print(f"forced fail: every function raising, over the {len(needed)} groups this run uses")
+        green = forced_fail(cmap, needed, launcher)
+        if green:
+            console.print(
+                f"[bold red]error:[/] {len(green)} case groups stay green when every product function "
+                f"raises ({', '.join(green[:5])}): the harness swallows product errors there",
+                highlight=False,
+            )
+            return 2
+        progress = score.Progress(console, len(pool))
+        t_run = time.perf_counter()
+        verdicts = run_mutants(pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add)
+        progress.close()
+        run_seconds = time.perf_counter() - t_run
+    finally:
+        starter.close()
+    result = score.Result(
+        verdicts=[v.to_dict() for v in sorted(verdicts, key=lambda v: v.mutant.name)],
+        reviewed=[{**m.to_dict(), **reviewed.entry(m.key)} for m in listed],
+        population=population,
+        sample=args.sample,
+        seed=args.seed,
+        scope="changed" if args.changed else ("modules" if args.module else "all"),
+        seconds={"prepare": round(t_prep, 1), "mutants": round(run_seconds, 1)},
+        module_notes=reviewed.module_notes,
+    )
+    path = score.write(result, args.report_dir)
+    score.print_summary(result, console)
+    console.print(f"written: {path}")
+    return 0
+
+
+def select(mutants: list[Mutant], args: argparse.Namespace, console: Console, repo: Path) -> list[Mutant]:
+    scope = mutants
+    if args.module:
+        wanted = {Path(m).as_posix() for m in args.module}
+        unknown = wanted - {m.path for m in mutants}
+        if unknown:
+            raise SystemExit(
+                f"parity mutation: error: --module {sorted(unknown)[0]}: no mutants in that file"
+            )
+        scope = [m for m in scope if m.path in wanted]
+    if args.changed:
+        base, functions = changed_mod.changed_functions(
+            repo, None if args.changed == "auto" else args.changed
+        )
+        scope = [m for m in scope if m.function in functions]
+        console.print(f"changed against {base}: {len(functions)} functions, {len(scope)} mutants")
+    return scope

@@ -1,0 +1,80 @@
+"""The mutation cache folder (``.mutation/`` by default): the mutated tree, its mutants and map.
+
+Each is keyed by a hash of the files a case run reads (the product, the harness and its cases,
+examples, scripts, pyproject.toml: tracked and untracked-but-not-ignored) and the mutmut version,
+so a run on an unchanged tree reuses them; an edit of the tests or the documents does not count.
+Each product file's mutants are cached by its content, so a rebuild mutates only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from rich.console import Console
+
+from parity.mutation import coverage
+from parity.mutation.mutants import Mutant, build_tree, tracked_files
+
+__all__ = ["Workspace"]
+
+REVIEWED = "parity/mutation/equivalents.toml"  # the review list changes no run
+KEYED = ("hyper_parallel/", "parity/", "examples/", "scripts/", "pyproject.toml")
+
+
+@dataclass
+class Workspace:
+    repo: Path
+    folder: Path
+
+    def __post_init__(self) -> None:
+        self.folder = self.folder if self.folder.is_absolute() else self.repo / self.folder
+        self._key: str | None = None
+
+    def key(self) -> str:
+        """Hash of the files a case run reads and the mutmut version."""
+        if self._key is None:
+            digest = hashlib.sha256(metadata.version("mutmut").encode())
+            for rel in tracked_files(self.repo):
+                if not rel.startswith(KEYED) or rel.endswith(".md") or rel == REVIEWED:
+                    continue
+                digest.update(rel.encode() + b"\0")
+                digest.update(hashlib.sha256((self.repo / rel).read_bytes()).digest())
+            self._key = digest.hexdigest()[:16]
+        return self._key
+
+    def mutants(self, console: Console, *, jobs: int) -> tuple[Path, list[Mutant]]:
+        """The mutated tree and its mutants, built when the repository changed."""
+        tree = self.folder / "tree"
+        index = self.folder / "mutants.json"
+        if index.exists():
+            data = json.loads(index.read_text(encoding="utf-8"))
+            if data.get("key") == self.key() and tree.is_dir():
+                return tree, [Mutant(**m) for m in data["mutants"]]
+        console.print("generating mutants (mutmut) ...")
+        mutants = build_tree(self.repo, tree, self.folder / "files", jobs=jobs)
+        _write(index, {"key": self.key(), "mutants": [m.to_dict() for m in mutants]})
+        console.print(f"{len(mutants)} mutants in {len({m.path for m in mutants})} files")
+        return tree, mutants
+
+    def coverage_map(self, console: Console, tree: Path, *, jobs: int) -> coverage.CoverageMap:
+        """Which case groups run which product function, measured when the repository changed."""
+        path = self.folder / "map.json"
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") == self.key():
+                return coverage.CoverageMap.from_dict(data)
+        cmap = coverage.measure(tree, self.folder / "hits", console, jobs=jobs)
+        _write(path, {"key": self.key(), **cmap.to_dict()})
+        return cmap
+
+
+def _write(path: Path, data: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,189 @@
+"""The mutation tool's own pieces: mutant records, the crash classifier, the score, the review list.
+
+The end-to-end run (mutants against the cases) is ``nox -s mutation``; here the parts that decide
+what a mutant is, where it sits and how it counts are checked on small inputs.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from parity.mutation import score
+from parity.mutation.child import crash_site
+from parity.mutation.coverage import CoverageMap, Group, groups_of
+from parity.mutation.mutants import area_of, describe, operator_of
+
+SOURCE = textwrap.dedent(
+    '''\
+    """A module."""
+
+
+    def scale(x, factor=2):
+        """Doc."""
+        if x < 0:
+            raise ValueError(
+                "negative"
+            )
+        return x * factor
+
+
+    class Box:
+        def size(self, items):
+            total = 0
+            for item in items:
+                total += item
+            return total
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def mutants():
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    path = Path("hyper_parallel/components/example.py")
+    result = mutate_file_contents(str(path), SOURCE)
+    return describe(path, SOURCE, result.code, result.mutant_names), result.code
+
+
+def test_each_mutant_names_its_source_line_and_change(mutants):
+    records, _ = mutants
+    lines = SOURCE.splitlines()
+    assert records, "mutmut generated no mutant"
+    for m in records:
+        assert m.path == "hyper_parallel/components/example.py"
+        assert m.qualname in ("scale", "Box.size")
+        # The recorded line is the source line the change starts on.
+        assert lines[m.line - 1].strip() == m.before.split(" ")[0] or m.before.startswith(
+            lines[m.line - 1].strip()
+        )
+    ops = {(m.qualname, m.operator) for m in records}
+    assert ("scale", "'<' -> '<='") in ops
+    assert ("scale", "'*' -> '/'") in ops
+    assert ("Box.size", "'+=' -> '-='") in ops
+
+
+def test_the_tree_line_is_the_statement_coverage_records(mutants):
+    records, code = mutants
+    generated = code.splitlines()
+    for m in records:
+        # The mutated file's line at tree_line starts the statement holding the change, inside
+        # the original copy the trampoline calls when no mutant is chosen.
+        text = generated[m.tree_line - 1].strip()
+        assert text and not text.startswith(("def ", "@")), (m, text)
+    message = [m for m in records if m.before.startswith('"negative"')]
+    assert message, "the message string was not mutated"
+    # The string sits on a continuation line: coverage records the `raise` that holds it.
+    assert all(generated[m.tree_line - 1].strip().startswith("raise ValueError(") for m in message)
+
+
+def test_keys_survive_an_edit_elsewhere_in_the_file(mutants):
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    records, _ = mutants
+    shifted = SOURCE.replace('"""A module."""', '"""A module."""\n\nCONSTANT = 1\n')
+    path = Path("hyper_parallel/components/example.py")
+    result = mutate_file_contents(str(path), shifted)
+    again = describe(path, shifted, result.code, result.mutant_names)
+    assert {m.key for m in again} == {m.key for m in records}
+    assert {m.line for m in again} == {m.line + 3 for m in records}
+    assert len({m.key for m in records}) == len(records)
+
+
+def test_operator_of_names_the_smallest_change():
+    assert operator_of("if a < b:", "if a <= b:") == "'<' -> '<='"
+    assert operator_of("f(x, y)", "f(x, )") == "'y' removed"
+    assert operator_of("return x", "return None") == "'x' -> 'None'"
+
+
+def test_area_groups_components_and_trainers():
+    assert area_of("hyper_parallel/components/lr_scheduler.py") == "lr_scheduler"
+    assert area_of("hyper_parallel/trainer/base.py") == "legacy_trainer"
+    assert area_of("hyper_parallel/trainer/hyper_trainer.py") == "hyper_trainer"
+    assert area_of("hyper_parallel/checkpointing/run_lock.py") == "checkpointing"
+
+
+def _raise_in(path: str) -> BaseException:
+    code = compile("def boom():\n    raise RuntimeError('x')\nboom()\n", path, "exec")
+    try:
+        exec(code, {})
+    except RuntimeError as exc:
+        return exc
+    raise AssertionError("no exception")
+
+
+def test_a_crash_counts_as_a_kill_only_through_product_code(tmp_path):
+    root = str(tmp_path / "tree" / "hyper_parallel") + "/"
+    product = _raise_in(root + "components/loss.py")
+    harness = _raise_in(str(tmp_path / "tree" / "parity" / "engine.py"))
+    assert crash_site(product, root) == "hyper_parallel/components/loss.py:2"
+    assert crash_site(harness, root) is None
+    # A forked rank's failure arrives as the harness's error quoting the rank's traceback.
+    quoted = RuntimeError(f'rank 1 failed:\n  File "{root}trainer/base.py", line 40, in train\n')
+    assert crash_site(quoted, root) == "hyper_parallel/trainer/base.py:40"
+
+
+def test_groups_share_one_run_and_the_map_selects_cheapest_green_first():
+    class C:
+        def __init__(self, id, share=None, backends=("torch",)):
+            self.id, self.share, self.backends = id, share, backends
+
+    groups = groups_of([C("a", "s"), C("b"), C("c", "s"), C("d", backends=("mindspore",))])
+    assert [g.cases for g in groups] == [["a", "c"], ["b"]]
+    cmap = CoverageMap(
+        [Group("g0", ["a"], 5.0), Group("g1", ["b"], 1.0), Group("g2", ["c"], 0.5, status="killed")],
+        {"hyper_parallel/x.py": {10: ["g0", "g1", "g2"]}},
+        {"hyper_parallel/x.py": [3]},
+    )
+    assert [g.label for g in cmap.groups_for("hyper_parallel/x.py", 10)] == ["g1", "g0"]
+    assert cmap.groups_for("hyper_parallel/x.py", 11) == []
+    assert cmap.runs_at_import("hyper_parallel/x.py", 3)
+    again = CoverageMap.from_dict(cmap.to_dict())
+    assert [g.label for g in again.groups_for("hyper_parallel/x.py", 10)] == ["g1", "g0"]
+
+
+def test_wilson_interval():
+    lo, hi = score.wilson(900, 1000)
+    assert 0.87 < lo < 0.9 < hi < 0.92
+    assert score.wilson(0, 0) == (0.0, 1.0)
+    assert score.wilson(10, 10)[1] == 1.0
+
+
+def test_score_counts_timeouts_and_harness_errors_apart():
+    fields = {k: "" for k in ("key", "qualname", "operator", "before", "after")}
+    rows = [
+        {**fields, "line": 1, "status": s, "path": "hyper_parallel/components/loss.py"}
+        for s in ["killed"] * 8 + ["survived", "not_covered", "timeout", "harness_error"]
+    ]
+    result = score.Result(rows, [], population=12, sample=None, seed=0, scope="all", seconds={"mutants": 60})
+    total = result.counts()
+    assert total["score"] == 0.8  # 8 of the 10 judged
+    assert total["strict_score"] == 8 / 12
+    assert total["timeout"] == total["harness_error"] == 1
+    assert result.to_dict()["mutants_per_minute"] == 12.0
+
+
+def test_review_list_entries_need_a_verdict_and_a_reason(tmp_path):
+    good = tmp_path / "ok.toml"
+    good.write_text(
+        '[[mutant]]\nkey = "a.py:f:1234abcd"\nverdict = "equivalent"\nreason = "same value"\n'
+        '[module."a.py"]\nwhy = "many log strings"\n'
+    )
+    reviewed = score.Reviewed.load(good)
+    assert reviewed.get("a.py:f:1234abcd") == {"verdict": "equivalent", "reason": "same value"}
+    assert reviewed.module_notes == {"a.py": "many log strings"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[mutant]]\nkey = "a.py:f:1"\nverdict = "fine"\n')
+    with pytest.raises(SystemExit, match="mutant entry 1: expected key, verdict"):
+        score.Reviewed.load(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[mutant]\n")
+    with pytest.raises(SystemExit, match="not valid TOML"):
+        score.Reviewed.load(broken)
+
+
+def test_the_reviewed_list_in_the_repository_loads():
+    score.Reviewed.load(score.REVIEWED_FILE)
