@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,9 +61,10 @@ ARTIFACTS = (
     "layout",
 )
 _CURVES = ("losses", "grad_norms", "lr_curve")
-# Every run also records the user-callback event sequence (``parity.callback_events``): the explore
-# cases compare it with the artifacts above; the recipe grid has no case for it.
-RUN_ARTIFACTS = (*ARTIFACTS, "events")
+# Every run also records the user-callback event sequence (``parity.callback_events``) and what
+# ``train()`` returned: the explore cases compare them with the artifacts above; the recipe grid has
+# no case for them.
+RUN_ARTIFACTS = (*ARTIFACTS, "events", "returned")
 
 
 # ----------------------------------------------------------------------------- recipes
@@ -250,10 +252,15 @@ def _hf_export(root: Path) -> dict[str, Any] | None:
     }
 
 
+# The time in a profiler trace's name (``<worker>.<time_ns>.pt.trace.json``, torch's
+# ``tensorboard_trace_handler``; both trainers name the worker ``rank<r>``).
+_TRACE_TIME = re.compile(r"\.\d+(\.pt\.trace\.json(?:\.gz)?)$")
+
+
 def _layout(workdir: Path) -> dict[str, Any]:
     """What a run left on disk: every checkpoint file by path (all ``step_<N>/`` folders, their HF
-    exports and manifests' file lists) and how many profiler trace files it wrote (their names
-    carry host, pid and time, so only the count is compared)."""
+    exports and manifests' file lists), and the profiler trace files: how many, and their paths
+    with the time in each name masked (``rank_0/rank0.<time_ns>.pt.trace.json``)."""
     ckpt = workdir / "ckpt"
     files = sorted(str(p.relative_to(ckpt)) for p in ckpt.rglob("*") if p.is_file()) if ckpt.is_dir() else []
     manifests = {
@@ -261,23 +268,54 @@ def _layout(workdir: Path) -> dict[str, Any]:
         for m in sorted(ckpt.glob("step_*/manifest.json"))
     }
     profile = workdir / "profile"
-    traces = sum(1 for p in profile.rglob("*") if p.is_file()) if profile.is_dir() else 0
-    return {"checkpoint_files": files, "manifests": manifests, "profiler_trace_files": traces}
+    traces = (
+        [str(p.relative_to(profile)) for p in profile.rglob("*") if p.is_file()] if profile.is_dir() else []
+    )
+    return {
+        "checkpoint_files": files,
+        "manifests": manifests,
+        "profiler_trace_files": len(traces),
+        "profiler_trace_names": sorted(_TRACE_TIME.sub(r".<time_ns>\1", t) for t in traces),
+    }
 
 
 def _checkpoint(root: Path) -> dict[str, Any] | None:
     if not any(root.glob("step_*")):
         return None  # a run without checkpoints (save_steps 0): compared as absent
     out = _read_checkpoint(root)
+    step_dir = root / out["dir"]
+    # The other ranks' optimizer, RNG and dataloader states of a multi-rank run (``_read_checkpoint``
+    # reads rank 0's): the folder is committed, so every rank's files are there.
+    for kind in ("optimizer", "rng", "dataloader"):
+        for path in sorted(
+            step_dir.glob(f"{kind}_rank*.pt"), key=lambda p: int(p.stem.rpartition("rank")[2])
+        ):
+            if path.stem not in out:
+                out[path.stem] = _load_state(path)
     # The run settings a resume checks (schedule, batch, max_steps the run really has): compared
     # too; the manifest's file hashes, format and step are not (the state above holds the data).
-    manifest = json.loads((root / out["dir"] / "manifest.json").read_text())
+    manifest = json.loads((step_dir / "manifest.json").read_text())
     out["manifest_settings"] = manifest.get("settings")
     return out
 
 
+def _load_state(path: Path) -> Any:
+    from hyper_parallel.platform import get_platform
+
+    return get_platform().load(path, weights_only=True)
+
+
 def _artifacts(
-    trainer_model, optimizer_groups, losses, grad_norms, lrs, batches, records, ckpt_root: Path, events=None
+    trainer_model,
+    optimizer_groups,
+    losses,
+    grad_norms,
+    lrs,
+    batches,
+    records,
+    ckpt_root: Path,
+    events=None,
+    returned=None,
 ) -> dict:
     """Every artifact of one run, each read on its own; a failure becomes that artifact's ``ArtifactError``."""
     readers: dict[str, Callable[[], Any]] = {
@@ -293,6 +331,7 @@ def _artifacts(
         "hf_export": lambda: _maybe(canonical.checkpoint, _hf_export(ckpt_root)),
         "layout": lambda: _layout(ckpt_root.parent),
         "events": lambda: events,
+        "returned": lambda: canonical.canonicalise(returned, "returned"),
     }
     # The raw curves and records too, for the legacy goldens that read the same run.
     out: dict[str, Any] = {"raw": {"losses": losses, "grad_norms": grad_norms, "log_history": list(records)}}
@@ -352,7 +391,8 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
         trainer.add_callback(events)
         step_fn = base.train_step
         with mock.patch.object(base, "train_step", lambda it: step_fn(_Tap(it, batches))):
-            trainer.train()
+            # What train() returns is an output too (None today, on both trainers).
+            returned = trainer.train()  # type: ignore[func-returns-value]  # compared as "returned"
         return _artifacts(
             base.model,
             groups,
@@ -363,6 +403,7 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
             base.state.log_history,
             Path(tmp, "ckpt"),
             events.events,
+            returned,
         )
 
 
@@ -397,7 +438,7 @@ def run_new(
             return out
 
         with mock.patch.object(trainer, "train_step", recording_step):
-            trainer.train()
+            returned = trainer.train()  # type: ignore[func-returns-value]  # compared as "returned"
         return _artifacts(
             trainer.model,
             groups,
@@ -408,6 +449,7 @@ def run_new(
             trainer.state.log_history,
             Path(tmp, "ckpt"),
             events.events,
+            returned,
         )
 
 
