@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_mut = sub.add_parser(
         "mutation", help="mutmut's mutants of the product against the cases that run them: the score"
     )
-    from parity.mutation import runner as mutation_runner  # a tool, like selfcheck
+    from parity.tools.mutation import runner as mutation_runner  # a tool, like selfcheck
 
     mutation_runner.add_arguments(p_mut)
     return parser
@@ -234,7 +234,7 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
 
         return selfcheck_runner.main(args, console)
     if args.command == "mutation":  # each mutant runs in a child process of its own
-        from parity.mutation import runner as mutation_runner
+        from parity.tools.mutation import runner as mutation_runner
 
         return mutation_runner.main(args, console)
     if args.command == "env":

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from parity.mutation import score
-from parity.mutation.child import crash_site
-from parity.mutation.coverage import CoverageMap, Group, groups_of
-from parity.mutation.mutants import area_of, describe, operator_of
+from parity.tools.mutation import score
+from parity.tools.mutation.child import crash_site
+from parity.tools.mutation.coverage import CoverageMap, Group, groups_of
+from parity.tools.mutation.mutants import area_of, describe, operator_of
 
 SOURCE = textwrap.dedent(
     '''\

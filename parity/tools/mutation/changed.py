@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from parity.mutation.mutants import function_hashes, mutated, product_files
+from parity.tools.mutation.mutants import function_hashes, mutated, product_files
 
 __all__ = ["changed_functions", "default_base"]
 

@@ -18,13 +18,30 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["crash_site", "main", "run_spec"]
+__all__ = ["CHILD_CODE", "child_env", "crash_site", "main", "run_spec"]
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _TRAMPOLINE = os.sep + os.path.join("mutmut", "mutation", "trampoline.py")
+
+
+def child_env(tree: Path, extra_path: Sequence[Path] = ()) -> dict[str, str]:
+    """A mutant process's environment: the tree first on the path, one case worker, no shrinking."""
+    from parity.tools.child import _RENDEZVOUS_VARS
+    from parity.tools.warm_start import _profile_env
+
+    env = {k: v for k, v in os.environ.items() if k not in _RENDEZVOUS_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in extra_path), str(tree)])
+    env["PYTHONHASHSEED"] = "0"
+    env["PARITY_JOBS"] = "1"
+    env.setdefault("HYPOTHESIS_PROFILE", "selfcheck")  # red or green is the question, no shrinking
+    env["MUTANT_UNDER_TEST"] = ""
+    env["HYPER_PARALLEL_PLATFORM"] = "torch"
+    env.update(_profile_env())
+    return env
 
 
 def crash_site(exc: BaseException, product_root: str) -> str | None:
@@ -162,4 +179,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Run by the warm interpreter's fork (``python -c`` semantics) or a fresh one.
-CHILD_CODE = "import sys\nfrom parity.mutation.child import main\nraise SystemExit(main())\n"
+CHILD_CODE = "import sys\nfrom parity.tools.mutation.child import main\nraise SystemExit(main())\n"

@@ -24,7 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
-from parity.mutation.child import CHILD_CODE
+from parity.tools.mutation.child import CHILD_CODE, child_env
 
 __all__ = ["CoverageMap", "Group", "groups_of", "measure"]
 
@@ -138,8 +138,6 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
     (folder / "data").mkdir()
     (folder / "boot" / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
     rc = _rcfile(folder, tree)
-    from parity.mutation.runner import child_env
-
     env = child_env(tree, extra_path=[folder / "boot"])
     env["COVERAGE_PROCESS_START"] = str(rc)
     env.pop("PARITY_MUTATION_GROUP", None)

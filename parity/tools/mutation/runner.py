@@ -2,9 +2,9 @@
 
 The steps, each cached under ``.mutation/`` by the content of the repository's files:
 
-1. **Mutants** (:mod:`parity.mutation.mutants`): a copy of the repository with every product
+1. **Mutants** (:mod:`parity.tools.mutation.mutants`): a copy of the repository with every product
    function rewritten by mutmut (its trampolines and operators), and one record per mutant.
-2. **Coverage map** (:mod:`parity.mutation.coverage`): every torch case group run once in the
+2. **Coverage map** (:mod:`parity.tools.mutation.coverage`): every torch case group run once in the
    mutated tree under coverage.py; which product lines each group runs, in every process, and
    how long it takes. A group that is red here can kill nothing and is left out.
 3. **Forced fail**: every mutated function raising at entry must turn each selected group red
@@ -14,7 +14,7 @@ The steps, each cached under ``.mutation/`` by the content of the repository's f
    running only the groups that execute the statement it changes, cheapest first, until one
    turns red. A mutant of a statement no case runs is ``not_covered`` without a run.
 
-The verdicts (:mod:`parity.mutation.score`) go to the terminal, to ``mutation.json`` in the report
+The verdicts (:mod:`parity.tools.mutation.score`) go to the terminal, to ``mutation.json`` in the report
 folder, and to ``parity report --html``.
 """
 
@@ -37,11 +37,11 @@ from typing import Any
 
 from rich.console import Console
 
-from parity.mutation import changed as changed_mod
-from parity.mutation import coverage, score
-from parity.mutation.child import CHILD_CODE
-from parity.mutation.mutants import Mutant
-from parity.mutation.workspace import Workspace
+from parity.tools.mutation import changed as changed_mod
+from parity.tools.mutation import coverage, score
+from parity.tools.mutation.child import CHILD_CODE, child_env
+from parity.tools.mutation.mutants import Mutant
+from parity.tools.mutation.workspace import Workspace
 
 __all__ = ["Verdict", "add_arguments", "main", "run_mutants"]
 
@@ -124,27 +124,11 @@ class _Launcher:
         return json.loads(out_path.read_text(encoding="utf-8")), False
 
 
-def child_env(tree: Path, extra_path: Sequence[Path] = ()) -> dict[str, str]:
-    """A mutant process's environment: the tree first on the path, one case worker, no shrinking."""
-    from parity.tools.child import _RENDEZVOUS_VARS
-    from parity.tools.warm_start import _profile_env
-
-    env = {k: v for k, v in os.environ.items() if k not in _RENDEZVOUS_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in extra_path), str(tree)])
-    env["PYTHONHASHSEED"] = "0"
-    env["PARITY_JOBS"] = "1"
-    env.setdefault("HYPOTHESIS_PROFILE", "selfcheck")  # red or green is the question, no shrinking
-    env["MUTANT_UNDER_TEST"] = ""
-    env["HYPER_PARALLEL_PLATFORM"] = "torch"
-    env.update(_profile_env())
-    return env
-
-
 def warm_starter(tree: Path, env: dict[str, str]) -> Any:
     """The warm interpreter: third-party modules, then the mutated tree's cases (registered once)."""
     from parity.tools.warm_start import ZYGOTE_MODULES, WarmStarter
 
-    modules = (*ZYGOTE_MODULES, "mutmut.mutation.trampoline", "parity.mutation.child", "parity.suites")
+    modules = (*ZYGOTE_MODULES, "mutmut.mutation.trampoline", "parity.tools.mutation.child", "parity.suites")
     return WarmStarter(modules, forbidden=(), home=tree, env=env)
 
 

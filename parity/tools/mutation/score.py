@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from parity.mutation.mutants import area_of
+from parity.tools.mutation.mutants import area_of
 
 __all__ = ["REVIEWED_FILE", "Progress", "Result", "Reviewed", "print_summary", "wilson", "write"]
 

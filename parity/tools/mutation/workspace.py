@@ -17,12 +17,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from parity.mutation import coverage
-from parity.mutation.mutants import Mutant, build_tree, tracked_files
+from parity.tools.mutation import coverage
+from parity.tools.mutation.mutants import Mutant, build_tree, tracked_files
 
 __all__ = ["Workspace"]
 
-REVIEWED = "parity/mutation/equivalents.toml"  # the review list changes no run
+REVIEWED = "parity/tools/mutation/equivalents.toml"  # the review list changes no run
 KEYED = ("hyper_parallel/", "parity/", "examples/", "scripts/", "pyproject.toml")
 
 
