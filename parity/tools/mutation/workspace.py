@@ -1,8 +1,9 @@
 """The mutation cache folder (``.mutation/`` by default): the mutated tree, its mutants and map.
 
-Each is keyed by a hash of the files a case run reads (the product, the harness and its cases,
-examples, scripts, pyproject.toml: tracked and untracked-but-not-ignored) and the mutmut version,
-so a run on an unchanged tree reuses them; an edit of the tests or the documents does not count.
+Each is keyed by a hash of the files a case run reads (the product, the harness core and its
+cases, examples, scripts, pyproject.toml: tracked and untracked-but-not-ignored) and the mutmut
+version, so a run on an unchanged tree reuses them; an edit of the tests, the documents or the
+harness's tools does not count (the tools are copied into the tree afresh on every run).
 Each product file's mutants are cached by its content, so a rebuild mutates only what changed.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -22,8 +24,10 @@ from parity.tools.mutation.mutants import Mutant, build_tree, tracked_files
 
 __all__ = ["Workspace"]
 
-REVIEWED = "parity/tools/mutation/equivalents.toml"  # the review list changes no run
 KEYED = ("hyper_parallel/", "parity/", "examples/", "scripts/", "pyproject.toml")
+# The harness's tools (the self-check, this runner) change no case's result: copied fresh into the
+# tree on every run, never a reason to rebuild the map.
+UNKEYED = ("parity/tools/",)
 
 
 @dataclass
@@ -40,7 +44,7 @@ class Workspace:
         if self._key is None:
             digest = hashlib.sha256(metadata.version("mutmut").encode())
             for rel in tracked_files(self.repo):
-                if not rel.startswith(KEYED) or rel.endswith(".md") or rel == REVIEWED:
+                if not rel.startswith(KEYED) or rel.startswith(UNKEYED) or rel.endswith(".md"):
                     continue
                 digest.update(rel.encode() + b"\0")
                 digest.update(hashlib.sha256((self.repo / rel).read_bytes()).digest())
@@ -54,6 +58,10 @@ class Workspace:
         if index.exists():
             data = json.loads(index.read_text(encoding="utf-8"))
             if data.get("key") == self.key() and tree.is_dir():
+                for rel in tracked_files(self.repo):  # the tools as they are now
+                    if rel.startswith(UNKEYED):
+                        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(self.repo / rel, tree / rel)
                 return tree, [Mutant(**m) for m in data["mutants"]]
         console.print("generating mutants (mutmut) ...")
         mutants = build_tree(self.repo, tree, self.folder / "files", jobs=jobs)
