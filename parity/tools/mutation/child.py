@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             "evidence": "".join(traceback.format_exception_only(exc)).strip()[:300],
             "groups": [],
         }
+    if spec.get("modules_out"):  # the coverage map's run: what a case run imports, for the zygote
+        Path(spec["modules_out"]).write_text("\n".join(sorted(sys.modules)), encoding="utf-8")
     out = Path(spec["out"])
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(verdict), encoding="utf-8")

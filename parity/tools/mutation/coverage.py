@@ -44,6 +44,7 @@ class CoverageMap:
     groups: list[Group]
     lines: dict[str, dict[int, list[str]]]  # tree-relative file -> line -> group labels
     at_import: dict[str, list[int]] = field(default_factory=dict)  # file -> lines run at import
+    modules: list[str] = field(default_factory=list)  # what the groups' processes imported
 
     def __post_init__(self) -> None:
         self._by_label = {g.label: g for g in self.groups if g.status == "pass"}
@@ -78,13 +79,15 @@ class CoverageMap:
                 f: {str(n): v for n, v in sorted(rows.items())} for f, rows in sorted(self.lines.items())
             },
             "at_import": {f: sorted(v) for f, v in sorted(self.at_import.items())},
+            "modules": self.modules,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoverageMap:
         groups = [Group(g["label"], list(g["cases"]), g["seconds"], g["status"]) for g in data["groups"]]
         lines = {f: {int(n): list(v) for n, v in rows.items()} for f, rows in data["lines"].items()}
-        return cls(groups, lines, {f: list(v) for f, v in data["at_import"].items()})
+        at_import = {f: list(v) for f, v in data["at_import"].items()}
+        return cls(groups, lines, at_import, list(data.get("modules", [])))
 
 
 def groups_of(registry: Any, backend: str = "torch") -> list[Group]:
@@ -122,6 +125,13 @@ def _rcfile(folder: Path, tree: Path) -> Path:
     return rc
 
 
+def _preloadable(module: str) -> bool:
+    """A module the warm interpreter may import ahead of the mutants: not the run's own entry, not a
+    case file loaded by path, not coverage.py (the mutants run unmeasured)."""
+    top = module.split(".")[0]
+    return top not in ("__main__", "coverage", "sitecustomize") and not top.startswith("_parity_cases_")
+
+
 def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> CoverageMap:
     """Run every group once under coverage.py and read back the lines, contexts and timings."""
     import shutil
@@ -153,6 +163,7 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
             "stop_at_first": False,
             "out": str(out),
             "tree": str(tree),
+            "modules_out": str(folder / f"shard{n}.modules"),
         }
         spec_path = folder / f"shard{n}.spec.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -193,7 +204,10 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
                 imported.append(line)
         lines[rel] = rows
         at_import[rel] = sorted(imported)
-    cmap = CoverageMap(groups, lines, at_import)
+    modules: set[str] = set()
+    for n in range(len(shards)):
+        modules.update((folder / f"shard{n}.modules").read_text(encoding="utf-8").split())
+    cmap = CoverageMap(groups, lines, at_import, sorted(m for m in modules if _preloadable(m)))
     red = cmap.red()
     console.print(
         f"coverage map: {sum(len(r) for r in lines.values())} product lines run by "

@@ -124,12 +124,15 @@ class _Launcher:
         return json.loads(out_path.read_text(encoding="utf-8")), False
 
 
-def warm_starter(tree: Path, env: dict[str, str]) -> Any:
-    """The warm interpreter: third-party modules, then the mutated tree's cases (registered once)."""
+def warm_starter(tree: Path, env: dict[str, str], preload: Sequence[str] = ()) -> Any:
+    """The warm interpreter: the third-party modules, then every module the coverage map's run
+    imported (the mutated tree's product and cases included), so that a forked mutant starts with
+    nothing left to import or compile. Module-level code is never mutated, so importing the tree
+    here chooses no mutant."""
     from parity.tools.warm_start import ZYGOTE_MODULES, WarmStarter
 
     modules = (*ZYGOTE_MODULES, "mutmut.mutation.trampoline", "parity.tools.mutation.child", "parity.suites")
-    return WarmStarter(modules, forbidden=(), home=tree, env=env)
+    return WarmStarter((*modules, *preload), forbidden=(), home=tree, env=env)
 
 
 def run_mutants(
@@ -270,7 +273,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     cmap = ws.coverage_map(console, tree, jobs=args.jobs)
     t_prep = time.perf_counter() - t0
     logs = Path(tempfile.mkdtemp(prefix="parity-mutation-"))
-    starter = warm_starter(tree, env)
+    starter = warm_starter(tree, env, cmap.modules)
     starter.start()
     launcher = _Launcher(tree=tree, env=env, logs=logs, starter=starter)
     try:
