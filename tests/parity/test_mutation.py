@@ -187,3 +187,24 @@ def test_review_list_entries_need_a_verdict_and_a_reason(tmp_path):
 
 def test_the_reviewed_list_in_the_repository_loads():
     score.Reviewed.load(score.REVIEWED_FILE)
+
+
+def test_the_html_report_shows_the_last_mutation_run(tmp_path):
+    from parity.tools.html_report import mutation_section
+
+    assert mutation_section(tmp_path / "mutation.json") == []
+    row = {
+        "key": "hyper_parallel/components/loss.py:f:1",
+        "qualname": "CrossEntropyLoss.__call__",
+        "line": 42,
+        "operator": "'<' -> '<='",
+        "before": "",
+        "after": "",
+        "path": "hyper_parallel/components/loss.py",
+    }
+    rows = [{**row, "status": "killed"}] * 3 + [{**row, "status": "survived"}]
+    result = score.Result(rows, [], population=4, sample=None, seed=0, scope="all", seconds={"mutants": 30})
+    html = "\n".join(mutation_section(score.write(result, tmp_path)))
+    assert "75.0% of judged mutants killed" in html
+    assert "hyper_parallel/components/loss.py:CrossEntropyLoss.__call__:42" in html
+    assert "&#x27;&lt;&#x27; -&gt; &#x27;&lt;=&#x27;" in html or "'&lt;' -&gt; '&lt;='" in html
