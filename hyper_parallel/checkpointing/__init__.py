@@ -20,7 +20,9 @@ part that must be identical for a folder written by one to be trusted by the oth
 - **Nothing unverified.** A manifest must list every file a resume reads (an empty or partial
   list is refused). A folder without a manifest (written before manifests, or not a checkpoint)
   and a ``.partial.*`` folder are refused unless ``allow_unverified``, which loads them with one
-  warning naming what was not verified.
+  warning naming what was not verified. A file read as initial weights from inside a checkpoint
+  folder (a ``step_<N>/hf_ckpt/`` export given as ``weights_path``) is checked against that
+  folder's manifest first (:func:`verify_files_in_checkpoint`).
 - **Replacement.** A new save of an existing step renames the old folder to
   ``.replaced.step_<N>/`` (complete, found by resume) before the new one takes its name, and
   deletes it after (a failure to delete it is a warning: the new folder is committed). Which
@@ -82,6 +84,7 @@ __all__ = [
     "prepare_partial_dir",
     "resolve_checkpoint",
     "set_fault_hook",
+    "verify_files_in_checkpoint",
     "verify_manifest",
     "write_manifest",
 ]
@@ -645,31 +648,106 @@ def verify_manifest(folder: str, required: Iterable[str] = ()) -> dict[str, Any]
             folder=folder,
         )
     for rel in sorted(manifest["files"]):
-        entry = manifest["files"][rel]
-        path = os.path.join(folder, *rel.split("/"))
-        if os.path.isabs(rel) or ".." in rel.split("/"):
-            raise CheckpointCorruptError(
-                os.path.join(folder, MANIFEST_FILE), f"file name {rel!r} leaves the folder"
-            )
-        if not os.path.isfile(path):
-            raise CheckpointCorruptError(
-                path,
-                f"listed in {MANIFEST_FILE} of checkpoint folder {folder}",
-                problem="is missing",
-                folder=folder,
-            )
-        size = os.path.getsize(path)
-        if size != entry["size"]:
-            raise CheckpointCorruptError(
-                path,
-                f"{size} bytes, {MANIFEST_FILE} of checkpoint folder {folder} records {entry['size']}",
-                folder=folder,
-            )
-        if _sha256(path) != entry["sha256"]:
-            raise CheckpointCorruptError(
-                path, f"its sha256 differs from {MANIFEST_FILE} of checkpoint folder {folder}", folder=folder
-            )
+        _check_listed_file(folder, rel, manifest["files"][rel])
     return manifest
+
+
+def _check_listed_file(folder: str, rel: str, entry: dict[str, Any]) -> None:
+    """The file ``rel`` of ``folder`` against its manifest entry (size, then sha256)."""
+    path = os.path.join(folder, *rel.split("/"))
+    if os.path.isabs(rel) or ".." in rel.split("/"):
+        raise CheckpointCorruptError(
+            os.path.join(folder, MANIFEST_FILE), f"file name {rel!r} leaves the folder"
+        )
+    if not os.path.isfile(path):
+        raise CheckpointCorruptError(
+            path,
+            f"listed in {MANIFEST_FILE} of checkpoint folder {folder}",
+            problem="is missing",
+            folder=folder,
+        )
+    size = os.path.getsize(path)
+    if size != entry["size"]:
+        raise CheckpointCorruptError(
+            path,
+            f"{size} bytes, {MANIFEST_FILE} of checkpoint folder {folder} records {entry['size']}",
+            folder=folder,
+        )
+    if _sha256(path) != entry["sha256"]:
+        raise CheckpointCorruptError(
+            path, f"its sha256 differs from {MANIFEST_FILE} of checkpoint folder {folder}", folder=folder
+        )
+
+
+def _is_checkpoint_manifest(folder: str) -> bool:
+    """Whether ``folder`` holds a checkpoint's ``manifest.json``: a checkpoint folder's name
+    (``step_<N>``, ``.replaced.step_<N>``, ``.partial.*``) or a manifest of our format (a
+    ``manifest.json`` of something else, elsewhere up the path, is not ours to judge)."""
+    manifest = os.path.join(folder, MANIFEST_FILE)
+    if not os.path.isfile(manifest):
+        return False
+    name = os.path.basename(folder)
+    if _STEP_RE.match(name) or _REPLACED_RE.match(name) or name.startswith(PARTIAL_PREFIX):
+        return True
+    try:
+        with open(manifest, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT
+
+
+def _enclosing_checkpoint(path: str) -> str | None:
+    """The nearest folder above ``path`` that holds a checkpoint manifest, or None."""
+    current = os.path.dirname(os.path.abspath(path))
+    while True:
+        if _is_checkpoint_manifest(current):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+_warned_unlisted: set[str] = set()
+
+
+def verify_files_in_checkpoint(paths: Iterable[str], *, field: str, allow_unverified: bool = False) -> None:
+    """Each of ``paths`` (files about to be read) that lives inside a checkpoint folder, checked
+    against that folder's ``manifest.json`` (size and sha256) before it is used.
+
+    A file the manifest lists but that differs is a :class:`CheckpointCorruptError` naming it; a
+    file inside the folder that the manifest does not list is refused too, unless
+    ``allow_unverified`` (one warning). Files outside any checkpoint folder are not touched.
+    """
+    manifests: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        folder = _enclosing_checkpoint(path)
+        if folder is None:
+            continue
+        if folder not in manifests:
+            manifests[folder] = _read_manifest(folder)
+        rel = os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/")
+        entry = manifests[folder]["files"].get(rel)
+        if entry is not None:
+            _check_listed_file(folder, rel, entry)
+            continue
+        if not allow_unverified:
+            raise CheckpointCorruptError(
+                path,
+                f"{field} reads it from checkpoint folder {folder}, whose {MANIFEST_FILE} does not list "
+                f"it (added after the save, or not part of the checkpoint); set {ALLOW_UNVERIFIED_HINT} "
+                "to read it anyway",
+                problem="is not verified",
+                folder=folder,
+            )
+        key = os.path.abspath(path)
+        if key not in _warned_unlisted:
+            _warned_unlisted.add(key)
+            logger.warning(
+                f"Reading {path} UNVERIFIED ({ALLOW_UNVERIFIED_HINT}): {MANIFEST_FILE} of checkpoint "
+                f"folder {folder} does not list it"
+            )
 
 
 _warned_unverified: set[str] = set()

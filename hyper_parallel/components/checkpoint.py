@@ -33,8 +33,11 @@ commit raises ``CheckpointSaveError`` there.
 Resume verifies the manifest before reading anything: a missing, truncated or altered file is a
 ``CheckpointCorruptError`` naming the folder and the file; ``load_path`` may also be the run folder
 (then its newest complete ``step_<N>/``). ``.metadata`` is read by a restricted unpickler
-(``platform.dcp_load``), and a tensor whose shape differs from the model's is a
-``CheckpointMismatchError`` naming the tensor and both shapes. Still lenient, as in the legacy
+(``platform.dcp_load``), and a checkpoint of another model (a tensor of another shape, another
+layer count, tensors only one side has) is a ``CheckpointMismatchError`` naming the tensor and both
+shapes, or the counts, before the run settings are compared (``weights_fit.check_checkpoint_fits``).
+Initial weights are checked from the file's header or metadata before any cast, every layer of an
+HF folder kept, and a file read from inside a checkpoint folder against its manifest. Still lenient, as in the legacy
 callbacks: an artifact the manifest does not list is skipped with a warning, and a readable
 optimizer/scheduler/RNG/dataloader state that does not fit (``load_state_dict`` raises) is warned
 about.
@@ -71,6 +74,7 @@ from hyper_parallel.checkpointing import (
     prepare_partial_dir,
     release_run_folder,
     resolve_checkpoint,
+    verify_files_in_checkpoint,
     verify_manifest,
 )
 from hyper_parallel.checkpointing.resume_settings import (
@@ -79,6 +83,11 @@ from hyper_parallel.checkpointing.resume_settings import (
     capture_groups,
     check_resume,
     run_settings,
+)
+from hyper_parallel.checkpointing.weights_fit import (
+    check_checkpoint_fits,
+    hf_folder_entries,
+    hf_folder_shards,
 )
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
@@ -574,6 +583,8 @@ class CheckpointManager(Configurable):
         )
         step, epoch = self._read_extra_state(path)
         self._check_later_steps(path, step)
+        # The model first: another model's checkpoint is never a setting that "apply" could change.
+        self._check_model_fits(path)
         self._check_settings(path, step)
         configured = capture_groups(self._param_groups() or [])
         self._restore_model(path)
@@ -621,6 +632,8 @@ class CheckpointManager(Configurable):
             max_steps=self.run_settings.get("max_steps"),
             mode=self.config.resume_config_changes,
             field="checkpoint.resume_config_changes",
+            allow_unverified=self.config.allow_unverified,
+            unverified_field="checkpoint.allow_unverified",
         )
 
     def _read_files(self, rank: int) -> list[str]:
@@ -647,26 +660,30 @@ class CheckpointManager(Configurable):
         states = self._model_state_dicts()
         return states, {key: value for state in states for key, value in state.items()}
 
-    def _restore_model(self, path: str) -> None:
-        """DCP shards into the live parts; a damaged, crafted or foreign checkpoint is an error."""
+    def _check_model_fits(self, path: str) -> None:
+        """The checkpoint's tensors (``.metadata``) against the live parts, before the run settings
+        are compared or anything is loaded: another shape, another layer count or tensors only one
+        side has are a ``CheckpointMismatchError`` (``weights_fit.check_checkpoint_fits``)."""
         platform = get_platform()
         meta = os.path.join(path, DCP_METADATA_FILE)
-        states, merged = self._merged_model_state()
+        _states, merged = self._merged_model_state()
         try:
-            shapes = platform.dcp_tensor_shapes(path)
+            stored = platform.dcp_entries(path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
         except Exception as exc:  # any failure means an unreadable file
             raise CheckpointCorruptError(
                 meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc
-        for key, value in merged.items():
-            saved = shapes.get(key)
-            if saved is not None and saved != tuple(platform.shape(value)):
-                raise CheckpointMismatchError(
-                    f"checkpoint {path} does not fit the model: tensor {key!r} has shape "
-                    f"{list(saved)} in the checkpoint and {list(platform.shape(value))} in the model"
-                )
+        model = {key: tuple(platform.shape(v)) for key, v in merged.items() if platform.is_tensor(v)}
+        check_checkpoint_fits(path, stored, model)
+
+    def _restore_model(self, path: str) -> None:
+        """DCP shards into the live parts (``_check_model_fits`` ran); a damaged, crafted or foreign
+        checkpoint is an error."""
+        platform = get_platform()
+        meta = os.path.join(path, DCP_METADATA_FILE)
+        states, merged = self._merged_model_state()
         try:
             platform.dcp_load(merged, path)
         except platform.unsafe_pickle_error() as exc:
@@ -763,13 +780,19 @@ class CheckpointManager(Configurable):
         return entries, list(first.values()), aliases
 
     def _fit(self, path: str, part: Any, loaded: Mapping[str, Any]) -> set[str]:
+        """The keys of ``loaded`` (tensors as stored in the file) that fit ``part``."""
         platform = get_platform()
-        entries, required, aliases = self._model_entries(part)
         described = {
             key: (tuple(platform.shape(t)), platform.is_floating(t))
             for key, t in loaded.items()
             if platform.is_tensor(t)
         }
+        return self._fit_entries(path, part, described)
+
+    def _fit_entries(self, path: str, part: Any, described: Mapping[str, Any]) -> set[str]:
+        """The names of ``described`` (``{name: (shape, is_floating)}``, from the file's header or
+        metadata, before any cast) that fit ``part`` (``weights_fit``)."""
+        entries, required, aliases = self._model_entries(part)
         return check_weights_fit(
             path,
             entries,
@@ -797,29 +820,36 @@ class CheckpointManager(Configurable):
         key = str(name).lower()
         return platform.dtype_from_name(key) if key in _HF_LOAD_DTYPES else None
 
-    def _hf_files(self, path: str) -> list[str]:
-        index = os.path.join(path, HF_INDEX_FILE)
-        if os.path.isfile(index):
-            try:
-                with open(index, encoding="utf-8") as fh:
-                    weight_map = json.load(fh)["weight_map"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise ValueError(
-                    f"{index}: unreadable safetensors index ({type(exc).__name__}: {exc})"
-                ) from exc
-            return [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
-        return [os.path.join(path, HF_WEIGHTS_FILE)]
+    def _verify_in_checkpoint(self, paths: Sequence[str]) -> None:
+        """Files about to be read as weights, checked against the manifest of the checkpoint folder
+        they live in, if any (a ``step_<N>/hf_ckpt/`` export): size and sha256 before use."""
+        verify_files_in_checkpoint(
+            paths, field="model.weights_path", allow_unverified=self.config.allow_unverified
+        )
 
     def _load_hf_weights(self, path: str) -> None:
+        """Verified (a checkpoint's export: its manifest), described from the safetensors headers
+        and checked against the model with every layer of the file kept (a larger model's export
+        is named, not truncated), all before the adapter reads and casts."""
         platform = get_platform()
-        for file in self._hf_files(path):  # a damaged file is named before the adapter reads it
+        self._verify_in_checkpoint(
+            [
+                f
+                for f in (os.path.join(path, HF_INDEX_FILE), os.path.join(path, HF_CONFIG_FILE))
+                if os.path.isfile(f)
+            ]
+        )
+        shards = hf_folder_shards(path)
+        self._verify_in_checkpoint(shards)
+        for file in shards:  # a damaged file is named before anything reads it
             platform.check_safetensors(file)
+        described = self.sd_adapter.map_hf_entries(hf_folder_entries(path))
+        fits = [self._fit_entries(path, part, described) for part in self.model_parts]
         hf_state = self.sd_adapter.load_hf_state_dict(
             path, self._model_config(), dtype=self._hf_load_dtype(path)
         )
-        for part in self.model_parts:
-            fits = self._fit(path, part, hf_state)
-            valid = {key: hf_state[key] for key in fits}
+        for part, part_fits in zip(self.model_parts, fits, strict=True):
+            valid = {key: hf_state[key] for key in part_fits if key in hf_state}
             platform.set_full_model_state_dict(part, valid, strict=False)
             logger.info_rank0("loaded %d weights from %s", len(valid), path)
 
@@ -827,9 +857,15 @@ class CheckpointManager(Configurable):
         platform = get_platform()
         if os.path.isfile(os.path.join(path, MANIFEST_FILE)):  # a step_<N> folder: check it first
             verify_manifest(path, (DCP_METADATA_FILE,))
+        else:  # a DCP folder inside a checkpoint folder: that manifest vouches for its files
+            self._verify_in_checkpoint(
+                sorted(
+                    os.path.join(path, n) for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))
+                )
+            )
         meta = os.path.join(path, DCP_METADATA_FILE)
         try:
-            shapes = platform.dcp_tensor_shapes(path)
+            stored = platform.dcp_entries(path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
         except Exception as exc:  # any other failure means an unreadable file
@@ -845,15 +881,16 @@ class CheckpointManager(Configurable):
             entries.update(part_entries)
             required += part_required
             aliases.update(part_aliases)
+        # The stored dtype class is checked here: the load copies into the model's tensors (a cast).
         check_weights_fit(
             path,
             entries,
-            {key: (shape, None) for key, shape in shapes.items()},
+            {key: entry for key, entry in stored.items() if entry is not None},
             required=required,
             aliases=aliases,
             allow_partial=self.config.allow_partial_weights,
         )
-        target = {key: value for key, value in merged.items() if key in shapes}
+        target = {key: value for key, value in merged.items() if stored.get(key) is not None}
         try:
             platform.dcp_load(target, path)
         except platform.unsafe_pickle_error() as exc:
@@ -867,6 +904,7 @@ class CheckpointManager(Configurable):
 
     def _load_weights_file(self, path: str) -> None:
         platform = get_platform()
+        self._verify_in_checkpoint([path])
         if path.endswith(".safetensors"):  # a damaged header is one line naming the file
             platform.check_safetensors(path)
         try:

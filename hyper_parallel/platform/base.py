@@ -336,6 +336,11 @@ class Platform(Protocol):
         """The global shape of every tensor in a distributed checkpoint, by key (metadata only)."""
         ...
 
+    def dcp_entries(self, checkpoint_id: str) -> dict[str, tuple[tuple[int, ...], bool] | None]:
+        """Every entry of a distributed checkpoint by key (metadata only): ``(shape, is_floating)``
+        of a tensor as stored, None for a non-tensor entry."""
+        ...
+
     def dcp_full_state_dict(self, checkpoint_id: str) -> dict[str, Any]:
         """Every entry of a distributed checkpoint as full CPU values, read without a target state dict."""
         ...

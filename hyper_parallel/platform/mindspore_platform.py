@@ -686,6 +686,9 @@ class MindSporePlatform:
     def dcp_tensor_shapes(self, checkpoint_id: str) -> dict[str, tuple[int, ...]]:
         return self._torch.dcp_tensor_shapes(checkpoint_id)
 
+    def dcp_entries(self, checkpoint_id: str) -> dict[str, tuple[tuple[int, ...], bool] | None]:
+        return self._torch.dcp_entries(checkpoint_id)
+
     def dcp_full_state_dict(self, checkpoint_id: str) -> dict[str, Any]:
         return msio.dcp_full_state_dict(checkpoint_id, self._torch)
 

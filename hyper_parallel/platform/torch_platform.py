@@ -476,6 +476,20 @@ class TorchPlatform:
             if isinstance(md, TensorStorageMetadata)
         }
 
+    def dcp_entries(self, checkpoint_id: str) -> dict[str, tuple[tuple[int, ...], bool] | None]:
+        """Every entry a DCP folder holds, by state-dict key (metadata only): ``(global shape,
+        is_floating)`` of a tensor as stored (what a load would cast is known before it is read),
+        None for a non-tensor entry."""
+        from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+        metadata = self.dcp_read_metadata(checkpoint_id)
+        return {
+            key: (tuple(int(n) for n in md.size), bool(md.properties.dtype.is_floating_point))
+            if isinstance(md, TensorStorageMetadata)
+            else None
+            for key, md in metadata.state_dict_metadata.items()
+        }
+
     def dcp_full_state_dict(self, checkpoint_id: str) -> dict[str, Any]:
         """Every entry of a DCP folder as full CPU tensors (no target state dict needed), read safely."""
         from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner

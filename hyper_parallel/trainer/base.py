@@ -10,7 +10,7 @@ import contextlib
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -59,6 +59,13 @@ def _load_errors() -> tuple[type[BaseException], ...]:
     from torch.distributed.checkpoint.api import CheckpointException
 
     return (Exception, CheckpointException)
+
+
+def _files_in(folder: str) -> list[str]:
+    """The files directly in ``folder``, sorted."""
+    return sorted(
+        os.path.join(folder, n) for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))
+    )
 
 
 def _logical_name(name: str) -> str:
@@ -341,10 +348,35 @@ class BaseTrainer:
             # DCP's CheckpointException derives from BaseException: name it so it is wrapped too.
             raise WeightsLoadError(path, " ".join(str(exc).split()) or type(exc).__name__) from exc
 
+    def _checkpoint_flag(self, name: str) -> bool:
+        """``train.checkpoint.<name>`` (False when the config has no such section)."""
+        checkpoint_cfg = getattr(getattr(getattr(self, "args", None), "train", None), "checkpoint", None)
+        return bool(getattr(checkpoint_cfg, name, False))
+
+    def _verify_in_checkpoint(self, paths: list[str]) -> None:
+        """Files about to be read as weights, checked against the manifest of the checkpoint folder
+        they live in, if any (a ``step_<N>/hf_ckpt/`` export): size and sha256 before use."""
+        from hyper_parallel.checkpointing import verify_files_in_checkpoint
+
+        verify_files_in_checkpoint(
+            paths, field="model.weights_path", allow_unverified=self._checkpoint_flag("allow_unverified")
+        )
+
     def _weights_fit(self, path: str, loaded: dict[str, Any]) -> set[str]:
-        """The keys of ``loaded`` that fit the model (``checkpointing.check_weights_fit``): an error
-        unless all do, or ``train.checkpoint.allow_partial_weights``. ``loaded`` values are
-        tensors, or shapes (DCP metadata: no dtype)."""
+        """The keys of ``loaded`` (tensors, as stored in the file) that fit the model: an error
+        unless all do, or ``train.checkpoint.allow_partial_weights``."""
+        described = {
+            key: (tuple(v.shape), v.is_floating_point())
+            for key, v in loaded.items()
+            if isinstance(v, torch.Tensor)
+        }
+        return self._weights_fit_entries(path, described)
+
+    def _weights_fit_entries(
+        self, path: str, described: Mapping[str, tuple[tuple[int, ...], bool | None]]
+    ) -> set[str]:
+        """The names of ``described`` (``{name: (shape, is_floating)}``, from the file's header or
+        metadata, before any cast) that fit the model (``checkpointing.check_weights_fit``)."""
         from hyper_parallel.checkpointing import check_weights_fit
 
         entries = {
@@ -360,19 +392,13 @@ class BaseTrainer:
                 aliases[logical] = first[id(param)]
             else:
                 first[id(param)] = logical
-        described = {
-            key: (tuple(v.shape), v.is_floating_point()) if isinstance(v, torch.Tensor) else (tuple(v), None)
-            for key, v in loaded.items()
-            if isinstance(v, (torch.Tensor, tuple))
-        }
-        checkpoint_cfg = getattr(getattr(getattr(self, "args", None), "train", None), "checkpoint", None)
         return check_weights_fit(
             path,
             entries,
             described,
             required=list(first.values()),
             aliases=aliases,
-            allow_partial=bool(getattr(checkpoint_cfg, "allow_partial_weights", False)),
+            allow_partial=self._checkpoint_flag("allow_partial_weights"),
         )
 
     def _load_dtype(self, path: str):
@@ -389,17 +415,35 @@ class BaseTrainer:
         return TRAINING_DTYPES.get(str(name).lower()) if name is not None else None
 
     def _load_hf_safetensors(self, path: str) -> None:
+        """The folder's files are verified (a checkpoint's export: its manifest) and described from
+        their headers; the description is checked against the model (every layer of the file
+        kept: a larger model's export is named, not truncated) before the adapter reads and casts."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        index = os.path.join(path, "model.safetensors.index.json")
-        if not os.path.isfile(index):  # a damaged header is named before the adapter reads it
-            get_platform().check_safetensors(os.path.join(path, "model.safetensors"))
+        from hyper_parallel.checkpointing.weights_fit import (
+            HF_CONFIG_FILE,
+            HF_INDEX_FILE,
+            hf_folder_entries,
+            hf_folder_shards,
+        )
+
+        self._verify_in_checkpoint(
+            [
+                f
+                for f in (os.path.join(path, HF_INDEX_FILE), os.path.join(path, HF_CONFIG_FILE))
+                if os.path.isfile(f)
+            ]
+        )
+        shards = hf_folder_shards(path)
+        self._verify_in_checkpoint(shards)
+        for shard in shards:  # a damaged header is named before anything reads it
+            get_platform().check_safetensors(shard)
         adapter_cls = self.spec.state_dict_adapter
         assert adapter_cls is not None, "_load_weights reads HF folders only with a state-dict adapter"
-        adapter = adapter_cls()
+        adapter = adapter_cls() if isinstance(adapter_cls, type) else adapter_cls
+        fits = self._weights_fit_entries(path, adapter.map_hf_entries(hf_folder_entries(path)))
         hf_sd = adapter.load_hf_state_dict(path, self.model.config, dtype=self._load_dtype(path))
-        fits = self._weights_fit(path, hf_sd)
-        valid = {key: hf_sd[key] for key in fits}
+        valid = {key: hf_sd[key] for key in fits if key in hf_sd}
         set_model_state_dict(self.model, valid, options=StateDictOptions(full_state_dict=True, strict=False))
         logger.info_rank0("loaded %d weights from %s", len(valid), path)
 
@@ -410,9 +454,11 @@ class BaseTrainer:
 
         if os.path.isfile(os.path.join(path, MANIFEST_FILE)):
             verify_manifest(path, (".metadata",))
+        else:  # a DCP folder inside a checkpoint folder: that manifest vouches for its files
+            self._verify_in_checkpoint(_files_in(path))
         platform = get_platform()
         try:
-            shapes = platform.dcp_tensor_shapes(path)
+            stored = platform.dcp_entries(path)
         except platform.unsafe_pickle_error():
             raise
         except Exception as exc:  # any other failure means an unreadable file
@@ -421,7 +467,10 @@ class BaseTrainer:
             raise CheckpointCorruptError(
                 os.path.join(path, ".metadata"), f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc
-        fits = self._weights_fit(path, {_logical_name(key): shape for key, shape in shapes.items()})
+        # The stored dtype class is checked here: the load copies into the model's tensors (a cast).
+        fits = self._weights_fit_entries(
+            path, {_logical_name(key): entry for key, entry in stored.items() if entry is not None}
+        )
         state_dict = self.model.state_dict()
         target = {key: value for key, value in state_dict.items() if _logical_name(key) in fits}
         get_platform().dcp_load(target, path)
@@ -433,6 +482,7 @@ class BaseTrainer:
 
         from hyper_parallel.checkpointing import CheckpointCorruptError, load_error
 
+        self._verify_in_checkpoint([path])
         if path.endswith(".safetensors"):  # a damaged header is one line naming the file
             get_platform().check_safetensors(path)
         try:

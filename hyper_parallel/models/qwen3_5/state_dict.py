@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from safetensors import safe_open
@@ -22,6 +23,8 @@ from safetensors import safe_open
 from hyper_parallel.platform import get_platform
 
 __all__ = ["HF_PREFIX", "Qwen3_5StateDictAdapter"]
+
+T = TypeVar("T")
 
 HF_PREFIX = "model.language_model."
 _OUR_PREFIX = "model."
@@ -129,6 +132,21 @@ class Qwen3_5StateDictAdapter:
         if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
             state_dict["lm_head.weight"] = _copy(state_dict["model.embed_tokens.weight"])
         return state_dict
+
+    def map_hf_entries(self, entries: Mapping[str, T]) -> dict[str, T]:
+        """HF key -> value, in our key space, as :meth:`load_hf_state_dict` would key it but with no
+        layer dropped: the trainers describe an HF folder with it (its safetensors headers) and
+        check it against the model BEFORE loading, so that extra layers are named, not truncated
+        silently. Visual/MTP keys are dropped (not the text model); an absent ``lm_head.weight``
+        repeats the embedding's entry (the tied head is cloned from it)."""
+        out: dict[str, T] = {}
+        for hf_key, value in entries.items():
+            key = _our_key(hf_key)
+            if key is not None:
+                out[key] = value
+        if "lm_head.weight" not in out and "model.embed_tokens.weight" in out:
+            out["lm_head.weight"] = out["model.embed_tokens.weight"]
+        return out
 
     def save_hf_state_dict(self, state_dict: dict[str, Any], model_config: Any) -> dict[str, Any]:
         """Our keys -> HF keys; tensors that share storage (the tied head) become independent copies."""

@@ -44,12 +44,19 @@ def list_specs() -> list[str]:
 class StateDictAdapter(Protocol):
     """Converts between our parameter names and a HuggingFace checkpoint folder.
 
-    ``export_hf_config`` is ours: it writes a ``config.json`` that transformers can load.
+    ``export_hf_config`` and ``map_hf_entries`` are ours: the first writes a ``config.json`` that
+    transformers can load, the second keys an HF folder's header entries (shape, dtype) as ours,
+    for the fit check that runs before any tensor is read.
     """
 
     def load_hf_state_dict(
         self, weights_path: str | os.PathLike[str], model_config: Any, dtype: Any = None
     ) -> dict[str, Any]: ...
+
+    def map_hf_entries(self, entries: Any) -> dict[str, Any]:
+        """HF key -> value (any) in our key space, keeping every layer: what the trainers check
+        against the model before :meth:`load_hf_state_dict` reads (and casts) anything."""
+        ...
 
     def save_hf_state_dict(self, state_dict: dict[str, Any], model_config: Any) -> dict[str, Any]: ...
 

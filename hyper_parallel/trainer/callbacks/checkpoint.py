@@ -16,6 +16,8 @@ next save, before a resume and at train end (after the final save). A failed sav
 cannot be removed is only a warning naming it). Resume verifies the manifest first and
 refuses damaged state with ``CheckpointCorruptError``, the same type and message as
 ``CheckpointManager``; ``load_path`` may also be the run folder (newest complete ``step_<N>/``).
+A checkpoint of another model is a ``CheckpointMismatchError`` before the run settings are
+compared (``weights_fit.check_checkpoint_fits``).
 
 No checkpoint already in ``output_dir`` is replaced unasked (``hyper_parallel.checkpointing.run_lock``):
 a run without ``load_path`` into a folder holding ``step_<N>/`` folders (with or without a manifest)
@@ -64,6 +66,7 @@ from hyper_parallel.checkpointing.resume_settings import (
     check_resume,
     run_settings,
 )
+from hyper_parallel.checkpointing.weights_fit import check_checkpoint_fits
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
@@ -427,6 +430,8 @@ class CheckpointCallback(Callback):
         )
         self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)
         self._check_later_steps(load_path, state.global_step)
+        # The model first: another model's checkpoint is never a setting that "apply" could change.
+        self._check_model_fits(load_path)
         self._check_settings(load_path, state.global_step)
         optimizer = getattr(trainer, "optimizer", None)
         configured = capture_groups(optimizer.param_groups) if optimizer is not None else []
@@ -478,29 +483,38 @@ class CheckpointCallback(Callback):
             max_steps=getattr(getattr(self.trainer, "state", None), "max_steps", None),
             mode=self.resume_config_changes,
             field="train.checkpoint.resume_config_changes",
+            allow_unverified=self.allow_unverified,
+            unverified_field="train.checkpoint.allow_unverified",
         )
 
-    def _load_model(self, load_path: str) -> None:
-        """DCP shards into the live model; a damaged, crafted or foreign checkpoint is an error."""
+    def _check_model_fits(self, load_path: str) -> None:
+        """The checkpoint's tensors (``.metadata``) against the live model, before the run settings
+        are compared or anything is loaded: another shape, another layer count or tensors only one
+        side has are a ``CheckpointMismatchError`` (``weights_fit.check_checkpoint_fits``)."""
         platform = get_platform()
         meta = os.path.join(load_path, ".metadata")
-        model = self.trainer.model
-        model_sd = model.state_dict()
         try:
-            shapes = platform.dcp_tensor_shapes(load_path)
+            stored = platform.dcp_entries(load_path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
         except Exception as exc:  # any failure means an unreadable file
             raise CheckpointCorruptError(
                 meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc
-        for key, tensor in model_sd.items():
-            saved = shapes.get(key)
-            if saved is not None and saved != tuple(tensor.shape):
-                raise CheckpointMismatchError(
-                    f"checkpoint {load_path} does not fit the model: tensor {key!r} has shape "
-                    f"{list(saved)} in the checkpoint and {list(tensor.shape)} in the model"
-                )
+        model = {
+            key: tuple(tensor.shape)
+            for key, tensor in self.trainer.model.state_dict().items()
+            if isinstance(tensor, torch.Tensor)
+        }
+        check_checkpoint_fits(load_path, stored, model)
+
+    def _load_model(self, load_path: str) -> None:
+        """DCP shards into the live model (``_check_model_fits`` ran); a damaged, crafted or
+        foreign checkpoint is an error."""
+        platform = get_platform()
+        meta = os.path.join(load_path, ".metadata")
+        model = self.trainer.model
+        model_sd = model.state_dict()
         try:
             platform.dcp_load(model_sd, load_path)
         except platform.unsafe_pickle_error() as exc:

@@ -73,6 +73,13 @@ def _copy(src: Path, dest: Path) -> Path:
     return Path(shutil.copytree(src, dest))
 
 
+def _rewrite_manifest(folder: Path, step: int, settings_from: Path | None = None) -> None:
+    """A new manifest for an edited folder, keeping the run settings of ``settings_from``'s (by
+    default the folder's own): a manifest without settings is refused on resume."""
+    source = (settings_from or folder) / MANIFEST_FILE
+    write_manifest(str(folder), step, settings=json.loads(source.read_text())["settings"])
+
+
 # --------------------------------------------------------------------------- the manifest
 @pytest.mark.parametrize("writer", ["legacy", "manager"])
 def test_a_save_writes_a_manifest_of_every_file_last(saved, writer):
@@ -171,21 +178,22 @@ def test_a_tampered_manifest_is_refused(saved, tmp_path):
 
 
 # --------------------------------------------------------------------------- run folders
-def _run_folder(saved, tmp_path: Path, steps=(2, 4)) -> Path:
+def _run_folder(saved, tmp_path: Path, writer: str, steps=(2, 4)) -> Path:
+    """A run folder of ``writer``'s ``step_<N>/`` copies (its settings are what its reader records)."""
     root = tmp_path / "run"
     root.mkdir()
     for step in steps:
-        folder = _copy(saved.manager, root / f"step_{step}")
+        folder = _copy(getattr(saved, writer), root / f"step_{step}")
         extra = json.loads((folder / "extra_state.json").read_text())
         extra["global_step"] = step
         (folder / "extra_state.json").write_text(json.dumps(extra))
-        write_manifest(str(folder), step)
+        _rewrite_manifest(folder, step)
     return root
 
 
 @pytest.mark.parametrize("reader", READERS)
 def test_run_folder_resumes_its_newest_complete_step_and_reports_leftovers(saved, tmp_path, reader, caplog):
-    root = _run_folder(saved, tmp_path)
+    root = _run_folder(saved, tmp_path, reader)
     partial = _copy(saved.manager, root / ".partial.step_6")
     os.remove(partial / MANIFEST_FILE)
     with caplog.at_level(logging.INFO):
@@ -198,7 +206,7 @@ def test_run_folder_resumes_its_newest_complete_step_and_reports_leftovers(saved
 
 @pytest.mark.parametrize("reader", READERS)
 def test_run_folder_skips_a_damaged_newest_step(saved, tmp_path, reader, caplog):
-    root = _run_folder(saved, tmp_path)
+    root = _run_folder(saved, tmp_path, reader)
     _truncate(root / "step_4" / "optimizer_rank0.pt")
     with caplog.at_level(logging.WARNING):
         step, _epoch = _load(reader, str(root), tmp_path / "out")
@@ -305,7 +313,7 @@ def _crafted(saved, tmp_path: Path, payload_cls) -> tuple[Path, Path]:
     marker = tmp_path / "PWNED"
     folder = _copy(saved.legacy, tmp_path / "crafted")
     (folder / ".metadata").write_bytes(pickle.dumps(payload_cls(marker)))
-    write_manifest(str(folder), STEPS)  # an attacker can rewrite the manifest too
+    _rewrite_manifest(folder, STEPS)  # an attacker can rewrite the manifest too
     return folder, marker
 
 
@@ -357,7 +365,7 @@ def test_a_crafted_non_tensor_entry_in_a_shard_is_refused(saved, tmp_path):
         "dataloader_rank0.pt",
     ):
         shutil.copy(Path(saved.legacy) / name, folder / name)
-    write_manifest(str(folder), STEPS)
+    _rewrite_manifest(folder, STEPS, settings_from=Path(saved.legacy))
     for reader in READERS:
         with pytest.raises(UnsafeCheckpointError, match="non-tensor entry 'model.norm.weight'"):
             _load(reader, str(folder), tmp_path / reader)

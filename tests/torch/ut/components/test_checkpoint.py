@@ -8,6 +8,7 @@ and checked for leftovers of the atomic writes.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -99,20 +100,41 @@ def test_both_paths_write_the_same_artifacts(saved):
     assert not tmp_leftovers(saved.root)
 
 
-def _legacy_load(target, load_path: str, tmp: Path):
-    return suite._legacy_resumer(target, load_path, str(tmp))
+def _legacy_load(target, load_path: str, tmp: Path, **flags):
+    if not flags:
+        return suite._legacy_resumer(target, load_path, str(tmp))
+    ckpt, _export = suite.legacy_callbacks(
+        target, str(tmp / "out"), save_steps=0, load_path=load_path, **flags
+    )
+    progress = SimpleNamespace(global_step=0, epoch=0)
+    ckpt.on_train_begin(progress)
+    return progress.global_step, progress.epoch
 
 
-def _manager_load(target, load_path: str, tmp: Path):
-    return suite._manager_resumer(target, load_path, str(tmp))
+# The harness manager is built without run settings (``suite.manager``): its manifests record the
+# optimizer groups and the trainable set, not the LR schedule, batch or sequence length that the
+# legacy reader resolves from its config. The legacy reader refuses such a folder as unchecked
+# unless allow_unverified (``resume_settings``); real runs of both trainers record the same fields.
+UNCHECKED_CROSS_READ = {"allow_unverified": True}
+
+
+def _manager_load(target, load_path: str, tmp: Path, **flags):
+    if not flags:
+        return suite._manager_resumer(target, load_path, str(tmp))
+    return suite.manager(target, str(tmp / "out"), save_steps=0, load_path=load_path, **flags).load()
 
 
 @pytest.mark.parametrize("writer", ["legacy", "manager"])
 @pytest.mark.parametrize("reader", [_legacy_load, _manager_load], ids=["legacy_reads", "manager_reads"])
 def test_either_folder_resumes_in_either_path(saved, writer, reader, tmp_path):
+    flags = {}
+    if (writer, reader) == ("manager", _legacy_load):
+        with pytest.raises(ValueError, match=r"it does not record lr_schedule\..*global_batch_size, seq_len"):
+            reader(suite.trained_state(steps=0, seed=99), str(saved.manager), tmp_path / "refused")
+        flags = UNCHECKED_CROSS_READ
     target = suite.trained_state(steps=0, seed=99)
     torch.manual_seed(4321)
-    step, epoch = reader(target, str(getattr(saved, writer)), tmp_path)
+    step, epoch = reader(target, str(getattr(saved, writer)), tmp_path, **flags)
     assert (step, epoch) == (STEPS, 1)
     assert_bitwise_equal(saved.live, suite.live_state(target), "checkpoint")
     assert target.lr_scheduler.last_epoch == STEPS
@@ -246,10 +268,13 @@ def test_missing_artifacts_listed_in_the_manifest_are_refused(saved, tmp_path):
 
 
 def test_readable_but_mismatched_state_only_warns_like_legacy(saved, tmp_path, caplog):
-    # Without a manifest (the pre-manifest policy), so that the edited file reaches the loaders.
-    copy = _unverified_copy(saved.manager, tmp_path / "step")
+    # The legacy writer's folder: its settings hold everything either reader compares.
+    copy = _unverified_copy(saved.legacy, tmp_path / "step")
     torch.save({"state": {}, "param_groups": []}, copy / "optimizer_rank0.pt")
-    write_manifest(str(copy), STEPS)  # verified again, so that the edited file reaches the loaders
+    # Verified again (with the run settings), so that the edited file reaches the loaders.
+    write_manifest(
+        str(copy), STEPS, settings=json.loads((saved.legacy / "manifest.json").read_text())["settings"]
+    )
     after = {}
     for name, reader in (("legacy", _legacy_load), ("manager", _manager_load)):
         target = suite.trained_state(steps=0, seed=3)
@@ -615,8 +640,11 @@ def test_fsdp2_layout_async_save_and_cross_resume(tmp_path, gloo_world):
     live = suite.live_state(state)
     next_loss = suite.train_step(state)
 
-    for folder, reader in ((legacy_dir, _manager_load), (manager_dir, _legacy_load)):
+    for folder, reader, flags in (
+        (legacy_dir, _manager_load, {}),
+        (manager_dir, _legacy_load, UNCHECKED_CROSS_READ),
+    ):
         target = suite.trained_state(steps=0, seed=42, fsdp=True)
-        assert reader(target, str(folder), tmp_path / "out") == (STEPS, 0)
+        assert reader(target, str(folder), tmp_path / "out", **flags) == (STEPS, 0)
         assert_bitwise_equal(live, suite.live_state(target), "checkpoint")
         assert_bitwise_equal({"loss": next_loss}, {"loss": suite.train_step(target)}, "checkpoint")

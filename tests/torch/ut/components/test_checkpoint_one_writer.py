@@ -114,6 +114,13 @@ def _copy(folder: Path, dest: Path) -> Path:
     return Path(shutil.copytree(folder, dest))
 
 
+def _rewrite_manifest(folder: Path, step: int) -> None:
+    """A new manifest for an edited folder that keeps its run settings (a manifest without
+    settings is refused on resume)."""
+    settings = json.loads((folder / "manifest.json").read_text())["settings"]
+    checkpointing.write_manifest(str(folder), step, settings=settings)
+
+
 # --------------------------------------------------------------------------- 1. one writer
 _HOLD = textwrap.dedent(
     """
@@ -238,7 +245,7 @@ def test_metadata_naming_a_shard_outside_the_folder_is_refused(trainer, saved, t
         metadata.storage_data[key] = _StorageInfo("../outside.distcp", info.offset, info.length)
     with open(copy / ".metadata", "wb") as fh:
         pickle.dump(metadata, fh)
-    checkpointing.write_manifest(str(copy), STEPS)  # the manifest vouches for the edited folder
+    _rewrite_manifest(copy, STEPS)  # the manifest vouches for the edited folder
     with pytest.raises(
         UnsafeCheckpointError, match=r"names shard '\.\./outside\.distcp', outside the checkpoint"
     ):
@@ -400,9 +407,10 @@ def test_a_file_size_limit_is_named(what, tmp_path):
 
 @pytest.mark.parametrize("trainer", TRAINERS)
 def test_a_pt_holding_objects_is_refused_without_weights_only_advice(trainer, saved, tmp_path):
-    copy = _copy(saved.manager, tmp_path / "step_2")
+    # The legacy writer's folder: its settings hold everything either resumer here compares.
+    copy = _copy(saved.legacy, tmp_path / "step_2")
     torch.save({"state": {}, "param_groups": [], "evil": SimpleNamespace(a=1)}, copy / "optimizer_rank0.pt")
-    checkpointing.write_manifest(str(copy), STEPS)
+    _rewrite_manifest(copy, STEPS)
     with pytest.raises(UnsafeCheckpointError) as err:
         _resume(trainer, suite.trained_state(steps=0, seed=3), str(copy), tmp_path)
     message = str(err.value)
