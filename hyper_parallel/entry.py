@@ -4,8 +4,10 @@ A configuration or input error (a bad value, a missing or damaged file, an unusa
 a checkpoint of another model) is printed as one line, ``<prog>: error: <message>``, with exit
 status 2, as argparse does for a bad flag. A checkpoint save that fails, and a run stopped by
 ``check_nan_inf`` at a step whose loss or gradient norm is not finite, are printed the same way
-with status 1. Anything else is a bug and keeps its traceback. ``HYPER_PARALLEL_DEBUG=1`` shows
-the traceback of every error.
+with status 1. A refused command line (``CommandLineError``: an unknown flag, a value of the wrong
+type or outside its choices, a missing value) is ``<prog>: error: <flag>: <what was expected>``,
+status 2. Anything else is a bug and keeps its traceback. ``HYPER_PARALLEL_DEBUG=1`` shows the
+traceback of every error.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from collections.abc import Callable
 
 from hyper_parallel.checkpointing import CheckpointCorruptError, CheckpointSaveError
+from hyper_parallel.config.refusals import CommandLineError
 from hyper_parallel.platform.base import RendezvousTimeoutError
 
 __all__ = ["DEBUG_ENV", "USAGE_ERRORS", "one_line", "run_main"]
@@ -37,9 +40,14 @@ USAGE_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def one_line(exc: BaseException) -> str:
-    """The message of ``exc`` on one line (multi-line messages are joined with "; ")."""
+    """The message of ``exc`` on one line: lines joined with "; " (with " " after a line ending in
+    ":", whose list follows), list bullets ("- ") dropped."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return "; ".join(lines) or type(exc).__name__
+    text = ""
+    for line in lines:
+        item = line[2:] if line.startswith(("- ", "* ")) else line
+        text += ("" if not text else " " if text.endswith(":") else "; ") + item
+    return text or type(exc).__name__
 
 
 def _usage_cause(exc: BaseException) -> BaseException | None:
@@ -76,5 +84,8 @@ def run_main(prog: str, main: Callable[[], int]) -> int:
             return 1
         if _usage_cause(exc) is None:
             raise
+        if isinstance(exc, CommandLineError):  # the flag and what it expects: no traceback to offer
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+            return 2
         print(f"{prog}: error: {one_line(exc)} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
         return 2

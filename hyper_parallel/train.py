@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 
-__all__ = ["main"]
+__all__ = ["main", "parse_config"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,14 +34,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_main("hyper_parallel.train", lambda: _train(args))
 
 
-def _train(argv: Sequence[str] | None) -> int:
-    from hyper_parallel.platform.logging import init_logger
+def parse_config(argv: Sequence[str] | None) -> Any:
+    """The command line -> the validated ``HyperTrainer.Config`` that ``main`` builds and trains.
+
+    A refused flag or value raises ``CommandLineError`` (one line ``<flag>: <what was expected>``),
+    a refused Config or YAML file a ``ValueError`` naming the field; ``run_main`` prints either.
+    """
     from hyper_parallel.trainer.legacy_mapping import config_manager
 
+    return config_manager().parse_args(argv)
+
+
+def _train(argv: Sequence[str] | None) -> int:
+    from hyper_parallel.platform.logging import init_logger
+
     init_logger()
-    # tyro reports flag errors itself (exit 2); the rest comes from --module/--config, the YAML
-    # path and the build.
-    config = config_manager().parse_args(argv)
+    config = parse_config(argv)
     config.build().train()
     return 0
 

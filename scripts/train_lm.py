@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
 
@@ -24,15 +25,24 @@ def main(argv: list[str] | None = None) -> int:
     return run_main("train_lm.py", lambda: _train(args))
 
 
-def _train(argv: list[str] | None) -> int:
-    init_logger()
-    from hyper_parallel.trainer import LLMTrainer
+def parse_config(argv: list[str] | None) -> Any:
+    """``CONFIG.yaml --a.b=v ...`` -> the validated ``LegacyTrainerArgs`` that ``main`` trains.
+
+    Every refused key or value is a ``ValueError`` naming the field; ``run_main`` prints it as one line.
+    """
     from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
     args = parse_args(LegacyTrainerArgs, argv)
     discover_model_spec(args.model.name)
-    LLMTrainer(args).train()
+    return args
+
+
+def _train(argv: list[str] | None) -> int:
+    init_logger()
+    from hyper_parallel.trainer import LLMTrainer
+
+    LLMTrainer(parse_config(argv)).train()
     return 0
 
 

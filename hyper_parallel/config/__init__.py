@@ -7,6 +7,7 @@ imports ``hyper_parallel.trainer`` (the legacy-to-new mapping lives with the tra
 from hyper_parallel.config.cross_checks import validate_cross_fields
 from hyper_parallel.config.manager import ConfigManager, LegacyFormat
 from hyper_parallel.config.parallelism import ParallelismConfig
+from hyper_parallel.config.refusals import CommandLineError
 from hyper_parallel.config.runtime import (
     ActivationCheckpointConfig,
     CommConfig,
@@ -19,6 +20,7 @@ from hyper_parallel.config.training import DTYPE_NAMES, DTypeName, TrainingConfi
 __all__ = [
     "DTYPE_NAMES",
     "ActivationCheckpointConfig",
+    "CommandLineError",
     "CommConfig",
     "CompileConfig",
     "ConfigManager",

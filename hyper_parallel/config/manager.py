@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hyper_parallel.config.cross_checks import validate_cross_fields
+from hyper_parallel.config.refusals import CommandLineError, refusals_as_errors
 
-__all__ = ["ConfigManager", "LegacyFormat", "LEGACY_SUFFIXES"]
+__all__ = ["CommandLineError", "ConfigManager", "LegacyFormat", "LEGACY_SUFFIXES"]
 
 # A first positional argument with one of these suffixes selects the legacy YAML path.
 LEGACY_SUFFIXES = (".yaml", ".yml")
@@ -118,11 +119,11 @@ def _split_selectors(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
         if flag in _SELECTORS:
             if not eq:
                 if i + 1 >= len(tokens) or tokens[i + 1].startswith("-"):
-                    raise ValueError(f"{flag} expects a value (e.g. --module qwen3_5 --config debug)")
+                    raise CommandLineError(flag, "expected a value (e.g. --module qwen3_5 --config debug)")
                 value = tokens[i + 1]
                 i += 1
             if flag in picked:
-                raise ValueError(f"{flag} is given twice ({picked[flag]!r} and {value!r}); expected it once")
+                raise CommandLineError(flag, f"expected once, given twice ({picked[flag]!r} and {value!r})")
             picked[flag] = value
         else:
             rest.append(token)
@@ -161,6 +162,15 @@ def _walk_flags(parser: Any, out: set[str]) -> set[str]:
     return out
 
 
+def _walk_subcommands(parser: Any, out: set[str]) -> set[str]:
+    for action in parser._actions:
+        if not action.option_strings and isinstance(getattr(action, "choices", None), dict):
+            out.update(action.choices)
+            for sub in action.choices.values():
+                _walk_subcommands(sub, out)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class ConfigManager:
     """Parses a command line into the root Config.
@@ -179,10 +189,12 @@ class ConfigManager:
     def parse_args(self, argv: Sequence[str] | None = None) -> Any:
         """``[--module M --config NAME] [--a.b v ...]`` or ``CONFIG.yaml [--a.b.c=v ...]`` -> root Config.
 
-        ``argv`` defaults to ``sys.argv[1:]``. Bad flags and values exit through tyro's error
-        report (``SystemExit(2)``, like argparse); a bad ``--module``/``--config`` is a
-        ``ValueError`` naming the flag and the choices, and so is a Config whose components
-        disagree (``validate_cross_fields``).
+        ``argv`` defaults to ``sys.argv[1:]``. A refused flag or value (unknown flag, wrong type,
+        outside its choices, missing, refused by a Config's ``__post_init__``) and a bad
+        ``--module``/``--config`` raise ``CommandLineError`` (a ``ValueError``) whose message is
+        one line, ``<flag>: <what was expected>`` (``hyper_parallel.config.refusals``); a Config
+        whose components disagree is a ``ValueError`` naming the field (``validate_cross_fields``).
+        ``--help`` prints tyro's help and exits 0.
         """
         config = self._parse(argv)
         validate_cross_fields(config)
@@ -195,17 +207,19 @@ class ConfigManager:
         positional = _first_positional(rest)
         if positional is not None and positional.endswith(LEGACY_SUFFIXES):
             if picked:
-                raise ValueError(
-                    f"{' and '.join(sorted(picked))} cannot be combined with the legacy YAML file "
-                    f"{positional!r}; use either a recipe (--module/--config) or a YAML file"
+                raise CommandLineError(
+                    "/".join(sorted(picked)),
+                    f"cannot be combined with the legacy YAML file {positional!r}; expected either a recipe "
+                    "(--module/--config) or a YAML file",
                 )
             return self._parse_legacy(tokens, root_cls)
 
         module, name = picked.get("--module"), picked.get("--config")
         if name is not None and module is None:
-            raise ValueError(
-                f"--config {name!r} needs --module (the recipe module, e.g. --module qwen3_5); "
-                "a legacy YAML file is passed as the first positional argument instead"
+            raise CommandLineError(
+                "--config",
+                f"{name!r} needs --module (the recipe module, e.g. --module qwen3_5); "
+                "a legacy YAML file is passed as the first positional argument instead",
             )
         default = root_cls() if module is None else self.load_recipe(module, name)
         return self._parse_tyro(root_cls, default, rest)
@@ -225,14 +239,15 @@ class ConfigManager:
     def _parse_tyro(self, root_cls: type, default: Any, rest: list[str]) -> Any:
         tyro = _import_tyro()
         description = self.describe() if any(t in _HELP for t in rest) else None
-        return tyro.cli(
-            root_cls,
-            args=rest,
-            default=default,
-            prog=self.prog,
-            description=description,
-            **_tyro_options(tyro),
-        )
+        with refusals_as_errors(rest, lambda: self._surface(default)):
+            return tyro.cli(
+                root_cls,
+                args=rest,
+                default=default,
+                prog=self.prog,
+                description=description,
+                **_tyro_options(tyro),
+            )
 
     def root_class(self) -> type:
         """The root Config class."""
@@ -254,9 +269,10 @@ class ConfigManager:
         except ModuleNotFoundError as exc:
             if exc.name is None or not (path == exc.name or path.startswith(exc.name + ".")):
                 raise _import_failed(module, path, exc) from exc  # one of its own imports failed
-            raise ValueError(
-                f"--module {module!r}: no recipe module {path!r}; available: "
-                f"{', '.join(self.recipe_modules()) or '(none)'} (or a dotted module path)"
+            raise CommandLineError(
+                "--module",
+                f"expected one of {', '.join(self.recipe_modules()) or '(none)'} (or a dotted module path), "
+                f"got {module!r} (no recipe module {path!r})",
             ) from None
         except Exception as exc:  # the module raised while importing: only this --module is broken
             raise _import_failed(module, path, exc) from exc
@@ -269,9 +285,11 @@ class ConfigManager:
         """Call recipe ``name`` of ``module``; the result must be an instance of the root Config."""
         recipes = self.recipes(module)
         if name is None or name not in recipes:
-            given = "--config is missing" if name is None else f"--config {name!r} is unknown"
-            raise ValueError(
-                f"{given} for --module {module!r}; expected one of: {', '.join(sorted(recipes)) or '(none)'}"
+            given = "missing" if name is None else f"got {name!r}"
+            raise CommandLineError(
+                "--config",
+                f"expected one of: {', '.join(sorted(recipes)) or '(none)'} (the recipes of --module {module!r}), "
+                f"{given}",
             )
         config = recipes[name]()
         root_cls = self.root_class()
@@ -325,13 +343,15 @@ class ConfigManager:
         This is the command-line surface a test freezes; ``--module``/``--config`` are taken out
         before tyro runs, so they are added here.
         """
-        tyro = _import_tyro()
         root_cls = self.root_class()
+        return self._surface(root_cls() if default is None else default)[0]
+
+    def _surface(self, default: Any) -> tuple[list[str], list[str]]:
+        """The flags and the subcommands tyro accepts with ``default`` (for "did you mean")."""
+        tyro = _import_tyro()
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # get_parser is deprecated, still exact
+            warnings.simplefilter("ignore", DeprecationWarning)
             parser = tyro.extras.get_parser(
-                root_cls,
-                default=root_cls() if default is None else default,
-                **_tyro_options(tyro, cascade=False),
+                self.root_class(), default=default, **_tyro_options(tyro, cascade=False)
             )
-        return sorted(_walk_flags(parser, set(_SELECTORS)))
+        return sorted(_walk_flags(parser, set(_SELECTORS))), sorted(_walk_subcommands(parser, set()))

@@ -13,6 +13,7 @@ It lives with the trainer because it reads the legacy schema and writes componen
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -274,8 +275,44 @@ def _model_spec(args: Any):
     )
 
 
+# The computed targets (``DERIVED``) whose value comes from one legacy field the user sets.
+_DERIVED_RULES: tuple[FieldRule, ...] = (
+    _rule("train.accelerator.dp_shard", "parallelism.data_parallel_shard_degree"),
+    _rule("model.tokenizer_path", "tokenizer.path"),
+)
+
+
+def _named_source(section: str, message: str) -> str | None:
+    """The legacy field mapped into ``section`` whose new field ``message`` names first."""
+    best: tuple[int, str] | None = None
+    for rule in (*FIELD_MAP, *_DERIVED_RULES):
+        field = rule.target.removeprefix(f"{section}.")
+        if field == rule.target or "." in field:  # another section, or one nested in this one
+            continue
+        found = re.search(rf"(?<!\w){re.escape(field)}(?!\w)", message)
+        if found and (best is None or found.start() < best[0]):
+            best = (found.start(), rule.source)
+    return None if best is None else best[1]
+
+
+def _section(section: str, build: Callable[[], Any]) -> Any:
+    """``build()`` of one new Config; its refusal also names the legacy field the value came from."""
+    try:
+        return build()
+    except ValueError as exc:
+        message = " ".join(str(exc).split())
+        source = _named_source(section, message)
+        if source is None:
+            raise
+        raise ValueError(f"Invalid value for '{source}' (mapped to {section}): {message}") from exc
+
+
 def legacy_to_trainer_config(args: Any):
-    """Map a parsed legacy ``LegacyTrainerArgs`` onto a ``HyperTrainer.Config`` tree."""
+    """Map a parsed legacy ``LegacyTrainerArgs`` onto a ``HyperTrainer.Config`` tree.
+
+    A value the legacy schema takes but a new Config refuses is a ``ValueError`` naming the legacy
+    field first (``Invalid value for 'train.accelerator.dp_replicate' (mapped to parallelism): ...``).
+    """
     tree: dict[str, Any] = {}
     for rule in FIELD_MAP:
         value = _read(args, rule.source)
@@ -289,24 +326,28 @@ def legacy_to_trainer_config(args: Any):
     _put(tree, "tokenizer.path", args.model.tokenizer_path or args.model.weights_path)
 
     metrics = tree["metrics"]
-    metrics["tensorboard"] = TensorBoardConfig(**metrics["tensorboard"])
-    metrics["wandb"] = WandbConfig(**metrics["wandb"])
+    metrics["tensorboard"] = _section(
+        "metrics.tensorboard", lambda: TensorBoardConfig(**metrics["tensorboard"])
+    )
+    metrics["wandb"] = _section("metrics.wandb", lambda: WandbConfig(**metrics["wandb"]))
     return HyperTrainer.Config(
         model_spec=_model_spec(args),
-        tokenizer=HuggingFaceTokenizer.Config(**tree["tokenizer"]),
-        dataloader=dataloader_config(args.data.type, **tree["dataloader"]),
-        optimizer=OptimizersContainer.Config(**tree["optimizer"]),
-        lr_scheduler=LRSchedulersContainer.Config(**tree["lr_scheduler"]),
+        tokenizer=_section("tokenizer", lambda: HuggingFaceTokenizer.Config(**tree["tokenizer"])),
+        dataloader=_section("dataloader", lambda: dataloader_config(args.data.type, **tree["dataloader"])),
+        optimizer=_section("optimizer", lambda: OptimizersContainer.Config(**tree["optimizer"])),
+        lr_scheduler=_section("lr_scheduler", lambda: LRSchedulersContainer.Config(**tree["lr_scheduler"])),
         loss=CrossEntropyLoss.Config(),
-        checkpoint=CheckpointManager.Config(**tree["checkpoint"]),
-        metrics=MetricsProcessor.Config(**metrics),
-        profiler=Profiler.Config(**tree["profiler"]),
-        training=TrainingConfig(**tree["training"]),
-        parallelism=ParallelismConfig(**tree["parallelism"]),
-        activation_checkpoint=ActivationCheckpointConfig(**tree["activation_checkpoint"]),
+        checkpoint=_section("checkpoint", lambda: CheckpointManager.Config(**tree["checkpoint"])),
+        metrics=_section("metrics", lambda: MetricsProcessor.Config(**metrics)),
+        profiler=_section("profiler", lambda: Profiler.Config(**tree["profiler"])),
+        training=_section("training", lambda: TrainingConfig(**tree["training"])),
+        parallelism=_section("parallelism", lambda: ParallelismConfig(**tree["parallelism"])),
+        activation_checkpoint=_section(
+            "activation_checkpoint", lambda: ActivationCheckpointConfig(**tree["activation_checkpoint"])
+        ),
         compile=CompileConfig(),
-        comm=CommConfig(**tree["comm"]),
-        debug=DebugConfig(**tree["debug"]),
+        comm=_section("comm", lambda: CommConfig(**tree["comm"])),
+        debug=_section("debug", lambda: DebugConfig(**tree["debug"])),
     )
 
 
