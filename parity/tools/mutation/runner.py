@@ -60,7 +60,8 @@ class Verdict:
     case: str | None = None
     evidence: str = ""
     seconds: float = 0.0
-    groups: int = 0
+    groups: int = 0  # groups run
+    covering: int = 0  # groups that run the mutated statement (more than run when --max-groups cut it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +71,7 @@ class Verdict:
             "evidence": self.evidence,
             "seconds": round(self.seconds, 3),
             "groups": self.groups,
+            "covering": self.covering,
         }
 
 
@@ -142,6 +144,7 @@ def run_mutants(
     *,
     jobs: int,
     on_verdict: Callable[[Verdict], None],
+    max_groups: int | None = None,
 ) -> list[Verdict]:
     """Run each mutant against its groups on ``jobs`` threads; ``on_verdict`` sees each verdict."""
     todo: queue.Queue[Mutant] = queue.Queue()
@@ -157,7 +160,7 @@ def run_mutants(
                 m = todo.get_nowait()
             except queue.Empty:
                 return
-            verdict = _run_one(m, cmap, launcher, killers)
+            verdict = _run_one(m, cmap, launcher, killers, max_groups)
             with lock:
                 verdicts.append(verdict)
                 if verdict.status == "killed" and verdict.case:
@@ -200,10 +203,13 @@ class Killers:
         return sorted(groups, key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label))
 
 
-def _run_one(m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher, killers: Killers) -> Verdict:
-    groups = killers.order(m, cmap.groups_for(m.path, m.tree_line))
-    if not groups:
+def _run_one(
+    m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher, killers: Killers, max_groups: int | None
+) -> Verdict:
+    covering = killers.order(m, cmap.groups_for(m.path, m.tree_line))
+    if not covering:
         return Verdict(m, "not_covered")
+    groups = covering[:max_groups] if max_groups else covering
     budget = sum(g.seconds for g in groups)
     out = launcher.logs / f"{abs(hash(m.name)):x}.json"
     out.unlink(missing_ok=True)
@@ -234,6 +240,7 @@ def _run_one(m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher, killers
         evidence=result.get("evidence", ""),
         seconds=seconds,
         groups=len(result.get("groups", [])),
+        covering=len(covering),
     )
 
 
@@ -281,6 +288,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
     p.add_argument("--list", action="store_true", help="list the selected mutants and stop")
+    p.add_argument(
+        "--max-groups",
+        type=int,
+        default=None,
+        metavar="K",
+        help="run at most K of the groups that cover a mutant (those that killed its neighbours first, "
+        "then the cheapest); a survivor then survived K groups, and the report says so",
+    )
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
@@ -320,7 +335,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
             return 2
         progress = score.Progress(console, len(pool))
         t_run = time.perf_counter()
-        verdicts = run_mutants(pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add)
+        verdicts = run_mutants(
+            pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add, max_groups=args.max_groups
+        )
         progress.close()
         run_seconds = time.perf_counter() - t_run
     finally:
@@ -332,6 +349,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         sample=args.sample,
         seed=args.seed,
         scope="changed" if args.changed else ("modules" if args.module else "all"),
+        max_groups=args.max_groups,
         seconds={"prepare": round(t_prep, 1), "mutants": round(run_seconds, 1)},
         module_notes=reviewed.module_notes,
     )

@@ -93,6 +93,7 @@ class Result:
     seed: int
     scope: str
     seconds: dict[str, float]
+    max_groups: int | None = None
     module_notes: dict[str, str] = field(default_factory=dict)
 
     def counts(self, rows: Iterable[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -127,6 +128,12 @@ class Result:
         return {
             "tool": "mutmut",
             "scope": self.scope,
+            "max_groups": self.max_groups,
+            "cut_survivors": sum(
+                1
+                for v in self.verdicts
+                if v["status"] == "survived" and v.get("covering", 0) > v.get("groups", 0)
+            ),
             "sample": self.sample,
             "seed": self.seed,
             "population": self.population,
@@ -194,6 +201,12 @@ def print_summary(result: Result, console: Console, *, survivors: int = 40) -> N
     t = data["total"]
     lo, hi = t["ci95"]
     drawn = f"{result.sample} drawn of {result.population}" if result.sample else f"{result.population}"
+    if result.max_groups:
+        console.print(
+            f"--max-groups {result.max_groups}: {data['cut_survivors']} survivors were not run against "
+            "every group that covers them",
+            highlight=False,
+        )
     console.print(
         f"mutation score {_pct(t['score'])} (95% CI {_pct(lo)}-{_pct(hi)}): {t['killed']} killed, "
         f"{t['survived']} survived, {t['not_covered']} not covered, {t['timeout']} timeouts, "
