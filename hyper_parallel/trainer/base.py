@@ -525,11 +525,13 @@ class BaseTrainer:
             {"params": decay, "weight_decay": weight_decay},
             {"params": no_decay, "weight_decay": 0.0},
         ]
-        # fmt: off
         self.optimizer = torch.optim.AdamW(
-            groups, lr=lr, betas=tuple(float(b) for b in betas), eps=eps, foreach=None  # type: ignore[arg-type]  # two betas
+            groups,
+            lr=lr,
+            betas=tuple(float(b) for b in betas),  # type: ignore[arg-type]  # two betas
+            eps=eps,
+            foreach=None,
         )
-        # fmt: on
         logger.info_rank0(
             "AdamW lr=%s weight_decay=%s: %d decay / %d no-decay params",
             lr,
