@@ -333,12 +333,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
                 highlight=False,
             )
             return 2
-        progress = score.Progress(console, len(pool))
+        progress = score.Progress(console, len(pool), args.report_dir / "mutation.partial.jsonl")
         t_run = time.perf_counter()
         verdicts = run_mutants(
             pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add, max_groups=args.max_groups
         )
-        progress.close()
         run_seconds = time.perf_counter() - t_run
     finally:
         starter.close()

@@ -217,19 +217,24 @@ def print_summary(result: Result, console: Console, *, survivors: int = 40) -> N
 
 
 class Progress:
-    """One line per 10 verdicts (and per kill-less streak of survivors): counts and rate."""
+    """One line per 10 verdicts (counts and rate), and every verdict appended to a JSON-lines file
+    as it comes, so that an interrupted run keeps what it measured."""
 
-    def __init__(self, console: Console, total: int) -> None:
+    def __init__(self, console: Console, total: int, log: Path | None = None) -> None:
         self.console, self.total, self.start = console, total, time.perf_counter()
         self.counts: Counter[str] = Counter()
+        self.log = log
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("", encoding="utf-8")
 
     def add(self, verdict: Any) -> None:
         self.counts[verdict.status] += 1
+        if self.log is not None:
+            with self.log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(verdict.to_dict()) + "\n")
         done = sum(self.counts.values())
         if done % 10 == 0 or done == self.total:
             rate = done / max(1e-9, time.perf_counter() - self.start) * 60
             parts = ", ".join(f"{k} {self.counts[k]}" for k in STATUSES if self.counts[k])
             self.console.print(f"[{done}/{self.total}] {parts}  ({rate:.1f}/min)", highlight=False)
-
-    def close(self) -> None:
-        pass
