@@ -314,7 +314,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
     pool = [m for m in scope if reviewed.get(m.key) is None]
     population = len(pool)
     if args.sample is not None and args.sample < len(pool):
-        pool = sorted(random.Random(args.seed).sample(pool, args.sample), key=lambda m: m.name)
+        # Drawn order, not file order: a run stopped early is still a uniform sample of what it ran.
+        pool = random.Random(args.seed).sample(pool, args.sample)
     env = child_env(tree)
     cmap = ws.coverage_map(console, tree, jobs=args.jobs)
     t_prep = time.perf_counter() - t0
