@@ -208,3 +208,18 @@ def test_the_html_report_shows_the_last_mutation_run(tmp_path):
     assert "75.0% of judged mutants killed" in html
     assert "hyper_parallel/components/loss.py:CrossEntropyLoss.__call__:42" in html
     assert "&#x27;&lt;&#x27; -&gt; &#x27;&lt;=&#x27;" in html or "'&lt;' -&gt; '&lt;='" in html
+
+
+def test_a_mutant_meets_its_neighbours_killers_first_then_both_tiers_early():
+    from parity.tools.mutation.mutants import Mutant
+    from parity.tools.mutation.runner import Killers
+
+    groups = [Group(f"g{i}", [f"c{i}"], seconds=float(i)) for i in range(6)]
+    tiers = {"g0": "A", "g1": "A", "g2": "A", "g3": "B", "g4": "B", "g5": "A"}
+    cmap = CoverageMap(groups, {})
+    killers = Killers(cmap, tiers)
+    m = Mutant("n", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", "k")
+    # Cheapest first, alternating tiers: A, B, A, B, A, A.
+    assert [g.label for g in killers.order(m, groups)] == ["g0", "g3", "g1", "g4", "g2", "g5"]
+    killers.record(m, "c5")
+    assert [g.label for g in killers.order(m, groups)][0] == "g5"

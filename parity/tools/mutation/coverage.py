@@ -66,6 +66,17 @@ class CoverageMap:
                 seen.setdefault(g.label, g)
         return sorted(seen.values(), key=lambda g: int(g.label[1:]))
 
+    def tiers(self) -> dict[str, str]:
+        """label -> the tier of its cases (A, B, or "A+B" for a group holding both)."""
+        from parity.cases import load_registry
+
+        registry = load_registry("parity.suites:REGISTRY")
+        out = {}
+        for g in self.groups:
+            found = sorted({c.tier for c in map(registry.get, g.cases) if c is not None})
+            out[g.label] = "+".join(found)
+        return out
+
     def red(self) -> list[Group]:
         return [g for g in self.groups if g.status != "pass"]
 

@@ -21,6 +21,7 @@ folder, and to ``parity report --html``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import queue
@@ -181,8 +182,9 @@ class Killers:
     Mutants of one statement or function tend to die in the same group; a group that killed
     none of them goes after the ones that did, cheapest first among equals."""
 
-    def __init__(self, cmap: coverage.CoverageMap) -> None:
+    def __init__(self, cmap: coverage.CoverageMap, tiers: dict[str, str] | None = None) -> None:
         self.label_of = {case: g.label for g in cmap.groups for case in g.cases}
+        self.tier_of = cmap.tiers() if tiers is None else tiers
         self.by_function: dict[str, dict[str, int]] = {}
         self.by_file: dict[str, dict[str, int]] = {}
         self.lock = threading.Lock()
@@ -197,10 +199,21 @@ class Killers:
                 counts[label] = counts.get(label, 0) + 1
 
     def order(self, m: Mutant, groups: list[coverage.Group]) -> list[coverage.Group]:
+        """Killers of its neighbours first; then the tiers alternate, cheapest first within each:
+        tier A pairs see a change on one side, only tier B goldens see one in code both sides
+        share, so a mutant must meet both early."""
         with self.lock:
             fn = dict(self.by_function.get(m.function, {}))
             fl = dict(self.by_file.get(m.path, {}))
-        return sorted(groups, key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label))
+        proven = sorted(
+            (g for g in groups if fn.get(g.label) or fl.get(g.label)),
+            key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label),
+        )
+        rest = [g for g in sorted(groups, key=lambda g: (g.seconds, g.label)) if g not in proven]
+        by_tier = [[g for g in rest if self.tier_of.get(g.label) == t] for t in ("A", "B")]
+        by_tier.append([g for g in rest if self.tier_of.get(g.label) not in ("A", "B")])
+        alternating = [g for row in itertools.zip_longest(*by_tier) for g in row if g is not None]
+        return proven + alternating
 
 
 def _run_one(
