@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_update.add_argument(
         "--failed",
         action="store_true",
-        help="regenerate exactly the goldens that failed in the last `parity run` on this tree (last_run.json)",
+        help="regenerate exactly the goldens still failing in the `parity run`s on this tree "
+        "(run_state-<backend>.json: the union over backends and selections)",
     )
     p_update.add_argument(
         "--diff",
@@ -139,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-dir",
         type=Path,
         default=DEFAULT_REPORT_DIR,
-        help="where last_run.json is read and update.diff written",
+        help="where the run state (run_state-<backend>.json) is read and update.diff written",
     )
     p_update.add_argument(
         "--combined",
@@ -246,9 +247,9 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         from parity import run_state
 
         try:
-            failed = run_state.failed_goldens(args.report_dir, run_state.tree_fingerprint())
-        except run_state.FailedRunError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            failed = run_state.failed_goldens(args.report_dir, run_state.tree_fingerprint(), backends or None)
+        except run_state.FailedRunError as exc:  # one line, however long (never wrapped)
+            console.print(Text("error: ", style="bold red") + Text(str(exc)), highlight=False, soft_wrap=True)
             return 2
         args.failed_jobs = [(c, b) for c, b in failed if not backends or b in backends]
         if not backends:
@@ -530,9 +531,11 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
         return 2
     argv = getattr(args, "argv", [])
     tree = run_state.tree_fingerprint()
+    run_backends = sorted({backend for _case, backend in jobs})
+    run_id = None
     if args.report_dir is not None:
         try:  # from here on, an earlier run's record never passes for this one
-            run_state.mark_started(args.report_dir, argv, tree)
+            run_id = run_state.mark_started(args.report_dir, argv, tree, run_backends)
         except OSError:
             pass
     runnable = {b for b in (args.backends or registry.backends()) if backend_skip_reason(b) is None}
@@ -555,7 +558,9 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
         name = signal.Signals(signum).name
         if args.report_dir is not None:
             try:
-                run_state.mark_interrupted(args.report_dir, argv, tree, signal_name=name)
+                run_state.mark_interrupted(
+                    args.report_dir, argv, tree, signal_name=name, run_id=run_id, backends=run_backends
+                )
             except OSError:
                 pass
         console.print(
@@ -565,9 +570,21 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
             soft_wrap=True,
         )
         return 128 + signum
+    except BaseException as exc:  # a harness error: this run has no result (its backends' last run)
+        if run_id is not None:
+            with contextlib.suppress(OSError):
+                run_state.mark_stopped(args.report_dir, run_id, tree, run_backends, type(exc).__name__)
+        raise
     _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
     if args.report_dir is not None:
-        _write_run_summary(args.report_dir, engine, outcomes, tree, argv)
+        rows = _write_run_summary(args.report_dir, engine, outcomes, tree, argv)
+        if run_id is not None:
+            try:
+                run_state.mark_finished(args.report_dir, run_id, tree, run_backends, rows)
+            except OSError as exc:  # --failed then refuses this run as unfinished, by name
+                console.print(
+                    f"[yellow]could not record the run's results for --failed: {exc}[/]", highlight=False
+                )
     for outcome in outcomes:
         if outcome.status in ("fail", "error"):
             _print_message(console, outcome)
@@ -747,9 +764,10 @@ def _source_file(case: Case) -> str:
 
 def _write_run_summary(
     report_dir: Path, engine: Engine, outcomes: list[Outcome], tree: str = "", argv: list[str] | None = None
-) -> None:
-    """``<report dir>/last_run.json``: every case of this run (the HTML report's summary table,
-    ``update --failed``'s list), with the tree fingerprint the run checked."""
+) -> list[dict[str, Any]]:
+    """``<report dir>/last_run.json``: every case of this run (the HTML report's summary table), with
+    the tree fingerprint the run checked; returns its rows (``run_state.mark_finished`` merges them
+    into the state ``update --failed`` reads)."""
     import datetime
 
     from parity.env import ensure_deterministic
@@ -759,6 +777,19 @@ def _write_run_summary(
         ensure_deterministic(engine.platform())  # as every check ran (workers may have been forked)
     except Exception:  # the fingerprint is informational
         pass
+    rows: list[dict[str, Any]] = [
+        {
+            "case_id": o.case.id,
+            "tier": o.case.tier,
+            "kind": o.case.kind,
+            "backend": o.backend,
+            "platform": o.platform,
+            "status": o.status,
+            "seconds": round(o.seconds, 3),
+            "message": o.message.splitlines()[0] if o.message and o.status != "pass" else "",
+        }
+        for o in outcomes
+    ]
     summary = {
         "status": "finished",
         "tree": tree,
@@ -766,24 +797,13 @@ def _write_run_summary(
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "platform": engine._key_or_unknown(),
         "fingerprint": {b: engine._fingerprint_or_none(b) for b in backends},
-        "cases": [
-            {
-                "case_id": o.case.id,
-                "tier": o.case.tier,
-                "kind": o.case.kind,
-                "backend": o.backend,
-                "platform": o.platform,
-                "status": o.status,
-                "seconds": round(o.seconds, 3),
-                "message": o.message.splitlines()[0] if o.message and o.status != "pass" else "",
-            }
-            for o in outcomes
-        ],
+        "cases": rows,
     }
     try:
         write_json_atomic(run_summary_path(report_dir), summary)
     except OSError:
         pass  # the summary is a convenience for `report --html`; the run's result stands
+    return rows
 
 
 def _update(args: argparse.Namespace, console: Console, registry: Registry, cases: list[Case]) -> int:
@@ -792,14 +812,20 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
 
     engine = _engine(args, registry, None)
     if args.failed:
-        selected = {c.id for c in cases}
-        jobs = []
-        for case_id, backend in args.failed_jobs:
-            case = registry.get(case_id)
-            if case is not None and case.id in selected and case.tier == "B" and backend in case.backends:
-                jobs.append((case, backend))
+        failed = set(args.failed_jobs)
+        backends = args.backends or registry.backends()
+        # Registry order, as a run lists them.
+        jobs = [
+            (c, b)
+            for c in cases
+            for b in backends
+            if c.tier == "B" and b in c.backends and (c.id, b) in failed
+        ]
         if not jobs:
-            console.print("nothing to update: no tier B golden failed in the last run", highlight=False)
+            console.print(
+                "nothing to update: no tier B golden is failing in the finished runs on this tree",
+                highlight=False,
+            )
             return 0
     else:
         jobs = _jobs(args, registry, cases, tier="B")
@@ -857,6 +883,13 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
     _print_unused(console, unused)
     tree = run_state.tree_fingerprint()
     if args.report_dir is not None:
+        refreshed = [
+            (o.case.id, o.backend) for o in outcomes if o.status in ("created", "updated", "unchanged")
+        ]
+        try:  # accepted: `update --failed` does not take them again
+            run_state.record_update(args.report_dir, tree, refreshed)
+        except OSError:
+            pass
         for backend in sorted({b for _, b in jobs}):
             mine = [line for o in changed if o.backend == backend for line in _lines_of(review_lines, o)]
             mine.append(

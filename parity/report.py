@@ -9,7 +9,8 @@ greppable ``first divergence: ...`` line, evidence, and what ``parity.tools.html
 ``python -m parity run`` also writes ``parity/reports/last_run.json``: every case of the run with
 its status and time (``load_run_summary``). ``parity report`` and ``report --html`` both show the
 reports of that run only (``load_last_run``): a report left by an earlier run, of a case this run
-did not fail, is counted as stale and not shown.
+did not fail, is counted as stale and not shown. ``update --failed`` does not read it: it takes the
+per-backend state of every run on the tree (``parity.run_state``), which overlapping runs share.
 """
 
 from __future__ import annotations
