@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,7 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
 
     from parity.cases import load_registry
 
+    start = time.perf_counter()
     registry = load_registry("parity.suites:REGISTRY")
     groups = groups_of(registry)
     if folder.exists():
@@ -222,7 +224,7 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
     red = cmap.red()
     console.print(
         f"coverage map: {sum(len(r) for r in lines.values())} product lines run by "
-        f"{len(groups) - len(red)} green groups"
+        f"{len(groups) - len(red)} green groups, in {time.perf_counter() - start:.0f}s"
         + (
             f"; {len(red)} groups red on the unmutated tree, left out: {', '.join(g.cases[0] for g in red[:3])}"
             if red
