@@ -214,7 +214,7 @@ def _parse(manager: Any, argv: list[str]) -> Any:
     except SystemExit as exc:
         raise ValueError(
             f"the command line refused {' '.join(argv)!r} (exit {exc.code}); see its message above"
-        ) from None
+        ) from exc  # the product's frames stay in the traceback (a mutant's refusal is the product's)
 
 
 def yaml_config(overrides: Sequence[str]) -> Any:
