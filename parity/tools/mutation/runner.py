@@ -329,6 +329,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.sample is not None and args.sample < len(pool):
         # Drawn order, not file order: a run stopped early is still a uniform sample of what it ran.
         pool = random.Random(args.seed).sample(pool, args.sample)
+    if not pool:  # nothing to measure: no map to build, no score to write
+        console.print(f"no mutant to run ({len(listed)} in scope are listed in {score.REVIEWED_FILE.name})")
+        return 0
     env = child_env(tree)
     cmap = ws.coverage_map(console, tree, jobs=args.jobs)
     t_prep = time.perf_counter() - t0
