@@ -302,6 +302,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
     p.add_argument("--list", action="store_true", help="list the selected mutants and stop")
     p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the verdicts of a stopped run of the same selection (mutation.partial.jsonl) and run the rest",
+    )
+    p.add_argument(
         "--max-groups",
         type=int,
         default=None,
@@ -329,7 +334,16 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.sample is not None and args.sample < len(pool):
         # Drawn order, not file order: a run stopped early is still a uniform sample of what it ran.
         pool = random.Random(args.seed).sample(pool, args.sample)
-    if not pool:  # nothing to measure: no map to build, no score to write
+    partial = args.report_dir / "mutation.partial.jsonl"
+    done: list[dict[str, Any]] = []
+    if args.resume:  # the same selection again: skip what the stopped run already judged
+        names = {m.name for m in pool}
+        if partial.exists():
+            rows = [json.loads(line) for line in partial.read_text(encoding="utf-8").splitlines() if line]
+            done = [r for r in rows if r["name"] in names]
+        pool = [m for m in pool if m.name not in {r["name"] for r in done}]
+        console.print(f"--resume: {len(done)} verdicts kept from {partial}, {len(pool)} mutants to go")
+    if not pool and not done:  # nothing to measure: no map to build, no score to write
         console.print(f"no mutant to run ({len(listed)} in scope are listed in {score.REVIEWED_FILE.name})")
         return 0
     env = child_env(tree)
@@ -350,7 +364,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
                 highlight=False,
             )
             return 2
-        progress = score.Progress(console, len(pool), args.report_dir / "mutation.partial.jsonl")
+        progress = score.Progress(console, len(pool), partial, append=args.resume)
         t_run = time.perf_counter()
         verdicts = run_mutants(
             pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add, max_groups=args.max_groups
@@ -359,7 +373,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     finally:
         starter.close()
     result = score.Result(
-        verdicts=[v.to_dict() for v in sorted(verdicts, key=lambda v: v.mutant.name)],
+        verdicts=sorted([*done, *(v.to_dict() for v in verdicts)], key=lambda v: v["name"]),
         reviewed=[{**m.to_dict(), **reviewed.entry(m.key)} for m in listed],
         population=population,
         sample=args.sample,

@@ -220,13 +220,16 @@ class Progress:
     """One line per 10 verdicts (counts and rate), and every verdict appended to a JSON-lines file
     as it comes, so that an interrupted run keeps what it measured."""
 
-    def __init__(self, console: Console, total: int, log: Path | None = None) -> None:
+    def __init__(
+        self, console: Console, total: int, log: Path | None = None, *, append: bool = False
+    ) -> None:
         self.console, self.total, self.start = console, total, time.perf_counter()
         self.counts: Counter[str] = Counter()
         self.log = log
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text("", encoding="utf-8")
+            if not append:
+                log.write_text("", encoding="utf-8")
 
     def add(self, verdict: Any) -> None:
         self.counts[verdict.status] += 1
