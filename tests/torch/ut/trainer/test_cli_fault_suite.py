@@ -364,24 +364,18 @@ def check_outcome(prog: str, outcome: Outcome, argv: list[str], fields: list[Fie
 # ----------------------------------------------------------------------------- drawn: in process
 
 
+@pytest.mark.parametrize(
+    ("prog", "parse"), [(LEGACY_PROG, _parse_legacy), (NEW_PROG, _parse_new)], ids=["legacy_cli", "new_cli"]
+)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_legacy_cli_parses_or_refuses_in_one_line(data):
+def test_a_legacy_yaml_parses_or_refuses_in_one_line(prog, parse, data):
+    """Both entry points take the legacy YAML with drawn overrides."""
     pairs = data.draw(_assignments(legacy_fields()))
     argv = [str(DEBUG_YAML), *_legacy_tokens(pairs)]
-    outcome = run_parse(LEGACY_PROG, _parse_legacy, argv)
+    outcome = run_parse(prog, parse, argv)
     event(f"exit status {outcome.code}")
-    check_outcome(LEGACY_PROG, outcome, argv, [f for f, _ in pairs])
-
-
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_new_cli_with_a_legacy_yaml_parses_or_refuses_in_one_line(data):
-    pairs = data.draw(_assignments(legacy_fields()))
-    argv = [str(DEBUG_YAML), *_legacy_tokens(pairs)]
-    outcome = run_parse(NEW_PROG, _parse_new, argv)
-    event(f"exit status {outcome.code}")
-    check_outcome(NEW_PROG, outcome, argv, [f for f, _ in pairs])
+    check_outcome(prog, outcome, argv, [f for f, _ in pairs])
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
