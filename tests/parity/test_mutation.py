@@ -223,3 +223,35 @@ def test_a_mutant_meets_its_neighbours_killers_first_then_both_tiers_early():
     assert [g.label for g in killers.order(m, groups)] == ["g0", "g3", "g1", "g4", "g2", "g5"]
     killers.record(m, "c5")
     assert [g.label for g in killers.order(m, groups)][0] == "g5"
+
+
+def test_a_map_of_some_files_serves_only_them_and_restricts_coverage(tmp_path):
+    from parity.tools.mutation.coverage import _rcfile
+
+    part = CoverageMap([Group("g0", ["a"])], {}, files=["hyper_parallel/a.py"])
+    assert part.measures(["hyper_parallel/a.py"]) and not part.measures(["hyper_parallel/b.py"])
+    assert CoverageMap.from_dict(part.to_dict()).files == ["hyper_parallel/a.py"]
+    assert CoverageMap([], {}).measures(["hyper_parallel/b.py"])  # a full map serves every file
+    rc = _rcfile(tmp_path, tmp_path / "tree", ["hyper_parallel/a.py"]).read_text()
+    assert "source =" not in rc and f"    {tmp_path / 'tree' / 'hyper_parallel/a.py'}\n" in rc
+    assert "source = " in _rcfile(tmp_path, tmp_path / "tree").read_text()
+
+
+def test_past_the_deadline_no_mutant_starts(monkeypatch):
+    import time
+
+    from parity.tools.mutation import runner
+    from parity.tools.mutation.mutants import Mutant
+
+    ran = []
+    monkeypatch.setattr(runner, "_run_one", lambda m, *a: ran.append(m.name) or runner.Verdict(m, "survived"))
+    pool = [
+        Mutant(f"n{i}", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", f"k{i}") for i in range(3)
+    ]
+    cmap = CoverageMap([], {})
+    done = runner.run_mutants(
+        pool, cmap, None, jobs=1, on_verdict=lambda v: None, deadline=time.monotonic() - 1
+    )
+    assert done == [] and ran == []
+    done = runner.run_mutants(pool, cmap, None, jobs=1, on_verdict=lambda v: None, deadline=None)
+    assert [v.mutant.name for v in done] == ["n0", "n1", "n2"]

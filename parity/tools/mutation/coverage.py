@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ class CoverageMap:
     lines: dict[str, dict[int, list[str]]]  # tree-relative file -> line -> group labels
     at_import: dict[str, list[int]] = field(default_factory=dict)  # file -> lines run at import
     modules: list[str] = field(default_factory=list)  # what the groups' processes imported
+    files: list[str] | None = None  # the product files measured (None: every one)
 
     def __post_init__(self) -> None:
         self._by_label = {g.label: g for g in self.groups if g.status == "pass"}
@@ -56,6 +57,10 @@ class CoverageMap:
         labels = self.lines.get(path, {}).get(line, [])
         chosen = [self._by_label[x] for x in labels if x in self._by_label]
         return sorted(chosen, key=lambda g: (g.seconds, g.label))
+
+    def measures(self, paths: Iterable[str]) -> bool:
+        """Whether this map measured every file of ``paths`` (a map of some files serves only them)."""
+        return self.files is None or set(paths) <= set(self.files)
 
     def runs_at_import(self, path: str, line: int) -> bool:
         return line in self._import.get(path, ())
@@ -92,6 +97,7 @@ class CoverageMap:
             },
             "at_import": {f: sorted(v) for f, v in sorted(self.at_import.items())},
             "modules": self.modules,
+            "files": self.files,
         }
 
     @classmethod
@@ -99,7 +105,10 @@ class CoverageMap:
         groups = [Group(g["label"], list(g["cases"]), g["seconds"], g["status"]) for g in data["groups"]]
         lines = {f: {int(n): list(v) for n, v in rows.items()} for f, rows in data["lines"].items()}
         at_import = {f: list(v) for f, v in data["at_import"].items()}
-        return cls(groups, lines, at_import, list(data.get("modules", [])))
+        files = data.get("files")
+        return cls(
+            groups, lines, at_import, list(data.get("modules", [])), None if files is None else list(files)
+        )
 
 
 def groups_of(registry: Any, backend: str = "torch") -> list[Group]:
@@ -122,12 +131,17 @@ if os.environ.get("COVERAGE_PROCESS_START"):
 """
 
 
-def _rcfile(folder: Path, tree: Path) -> Path:
+def _rcfile(folder: Path, tree: Path, files: Sequence[str] | None = None) -> Path:
+    """coverage.py's settings: every product file, or only ``files`` (tree-relative), which costs
+    the cases little: coverage.py traces lines only in the files it measures."""
     rc = folder / "coveragerc"
-    rc.write_text(
-        "[run]\n"
+    where = (
         f"source = {tree / 'hyper_parallel'}\n"
-        f"data_file = {folder / 'data' / '.coverage'}\n"
+        if files is None
+        else "include =\n" + "".join(f"    {tree / f}\n" for f in sorted(files))
+    )
+    rc.write_text(
+        "[run]\n" + where + f"data_file = {folder / 'data' / '.coverage'}\n"
         "parallel = true\n"
         "patch = fork, _exit\n"
         # A fresh interpreter works for the group its parent ran when it started.
@@ -144,8 +158,11 @@ def _preloadable(module: str) -> bool:
     return top not in ("__main__", "coverage", "sitecustomize") and not top.startswith("_parity_cases_")
 
 
-def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> CoverageMap:
-    """Run every group once under coverage.py and read back the lines, contexts and timings."""
+def measure(
+    tree: Path, folder: Path, console: Console, *, jobs: int, files: Sequence[str] | None = None
+) -> CoverageMap:
+    """Run every group once under coverage.py and read back the lines, contexts and timings, of every
+    product file or only of ``files`` (the files a ``--changed`` or ``--module`` run mutates)."""
     import shutil
 
     import coverage
@@ -160,12 +177,15 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
     (folder / "boot").mkdir(parents=True)
     (folder / "data").mkdir()
     (folder / "boot" / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
-    rc = _rcfile(folder, tree)
+    rc = _rcfile(folder, tree, files)
     env = child_env(tree, extra_path=[folder / "boot"])
     env["COVERAGE_PROCESS_START"] = str(rc)
     env.pop("PARITY_MUTATION_GROUP", None)
     shards = [groups[i :: max(1, jobs)] for i in range(max(1, jobs))]
-    console.print(f"coverage map: {len(groups)} case groups under coverage.py, {len(shards)} processes ...")
+    what = "every product file" if files is None else f"{len(files)} product file(s)"
+    console.print(
+        f"coverage map of {what}: {len(groups)} case groups under coverage.py, {len(shards)} processes ..."
+    )
     procs = []
     for n, shard in enumerate(shards):
         out = folder / f"shard{n}.json"
@@ -220,7 +240,13 @@ def measure(tree: Path, folder: Path, console: Console, *, jobs: int) -> Coverag
     modules: set[str] = set()
     for n in range(len(shards)):
         modules.update((folder / f"shard{n}.modules").read_text(encoding="utf-8").split())
-    cmap = CoverageMap(groups, lines, at_import, sorted(m for m in modules if _preloadable(m)))
+    cmap = CoverageMap(
+        groups,
+        lines,
+        at_import,
+        sorted(m for m in modules if _preloadable(m)),
+        None if files is None else sorted(files),
+    )
     red = cmap.red()
     console.print(
         f"coverage map: {sum(len(r) for r in lines.values())} product lines run by "

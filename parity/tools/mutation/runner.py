@@ -146,8 +146,12 @@ def run_mutants(
     jobs: int,
     on_verdict: Callable[[Verdict], None],
     max_groups: int | None = None,
+    deadline: float | None = None,
 ) -> list[Verdict]:
-    """Run each mutant against its groups on ``jobs`` threads; ``on_verdict`` sees each verdict."""
+    """Run each mutant against its groups on ``jobs`` threads; ``on_verdict`` sees each verdict.
+
+    Past ``deadline`` (``time.monotonic()``) no mutant is started: the verdicts so far are returned
+    (in drawn order, so a sample stopped there is still uniform)."""
     todo: queue.Queue[Mutant] = queue.Queue()
     verdicts: list[Verdict] = []
     killers = Killers(cmap)
@@ -157,6 +161,8 @@ def run_mutants(
 
     def work() -> None:
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                return
             try:
                 m = todo.get_nowait()
             except queue.Empty:
@@ -307,6 +313,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="keep the verdicts of a stopped run of the same selection (mutation.partial.jsonl) and run the rest",
     )
     p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="start no mutant after SECONDS of wall time (map included); with --sample, the verdicts "
+        "so far are a uniform sample (the selection runs in drawn order): the nightly job's bound",
+    )
+    p.add_argument(
         "--max-groups",
         type=int,
         default=None,
@@ -331,9 +345,10 @@ def main(args: argparse.Namespace, console: Console) -> int:
     listed = [m for m in scope if reviewed.get(m.key) is not None]
     pool = [m for m in scope if reviewed.get(m.key) is None]
     population = len(pool)
-    if args.sample is not None and args.sample < len(pool):
-        # Drawn order, not file order: a run stopped early is still a uniform sample of what it ran.
-        pool = random.Random(args.seed).sample(pool, args.sample)
+    if (args.sample is not None and args.sample < len(pool)) or args.budget is not None:
+        # Drawn order, not file order: a run stopped early (by --budget, or by hand) is still a
+        # uniform sample of what it ran.
+        pool = random.Random(args.seed).sample(pool, min(args.sample or len(pool), len(pool)))
     partial = args.report_dir / "mutation.partial.jsonl"
     done: list[dict[str, Any]] = []
     if args.resume:  # the same selection again: skip what the stopped run already judged
@@ -347,7 +362,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
         console.print(f"no mutant to run ({len(listed)} in scope are listed in {score.REVIEWED_FILE.name})")
         return 0
     env = child_env(tree)
-    cmap = ws.coverage_map(console, tree, jobs=args.jobs)
+    # A run of part of the product measures only the files it mutates (a full run: every file).
+    files = None if len(scope) == len(mutants) else {m.path for m in pool}
+    cmap = ws.coverage_map(console, tree, jobs=args.jobs, files=files)
     t_prep = time.perf_counter() - t0
     logs = Path(tempfile.mkdtemp(prefix="parity-mutation-"))
     starter = warm_starter(tree, env, cmap.modules)
@@ -366,10 +383,24 @@ def main(args: argparse.Namespace, console: Console) -> int:
             return 2
         progress = score.Progress(console, len(pool), partial, append=args.resume)
         t_run = time.perf_counter()
+        deadline = (
+            None if args.budget is None else time.monotonic() + args.budget - (time.perf_counter() - t0)
+        )
         verdicts = run_mutants(
-            pool, cmap, launcher, jobs=args.jobs, on_verdict=progress.add, max_groups=args.max_groups
+            pool,
+            cmap,
+            launcher,
+            jobs=args.jobs,
+            on_verdict=progress.add,
+            max_groups=args.max_groups,
+            deadline=deadline,
         )
         run_seconds = time.perf_counter() - t_run
+        if len(verdicts) < len(pool):
+            console.print(
+                f"--budget {args.budget:.0f}s reached: {len(verdicts)} of {len(pool)} mutants run "
+                "(in drawn order: a uniform sample of the selection); `--resume` runs the rest"
+            )
     finally:
         starter.close()
     result = score.Result(

@@ -69,14 +69,26 @@ class Workspace:
         console.print(f"{len(mutants)} mutants in {len({m.path for m in mutants})} files")
         return tree, mutants
 
-    def coverage_map(self, console: Console, tree: Path, *, jobs: int) -> coverage.CoverageMap:
-        """Which case groups run which product function, measured when the repository changed."""
+    def coverage_map(
+        self, console: Console, tree: Path, *, jobs: int, files: set[str] | None = None
+    ) -> coverage.CoverageMap:
+        """Which case groups run which product line, measured when the repository changed.
+
+        A map of this tree that measured ``files`` (or every file) is reused; otherwise only
+        ``files`` are measured when given: a ``--changed`` run then pays for its cases' runs, not
+        for tracing every product line (the full map costs several times the cases' own time).
+        """
         path = self.folder / "map.json"
         if path.exists():
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("key") == self.key():
-                return coverage.CoverageMap.from_dict(data)
-        cmap = coverage.measure(tree, self.folder / "hits", console, jobs=jobs)
+                cached = coverage.CoverageMap.from_dict(data)
+                enough = cached.files is None if files is None else cached.measures(files)
+                if enough:
+                    return cached
+        cmap = coverage.measure(
+            tree, self.folder / "hits", console, jobs=jobs, files=None if files is None else sorted(files)
+        )
         _write(path, {"key": self.key(), **cmap.to_dict()})
         return cmap
 
