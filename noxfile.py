@@ -18,6 +18,7 @@ reinstall only when ``pyproject.toml`` changed (``nox --reuse-venv=never`` rebui
     nox -s selfcheck_quick   # each case against the plants it claims (parity/tools/claims.py): CI, minutes
     nox -s explore           # nightly: drawn explore configurations for an hour (`-- --explore-budget S`)
     nox -s mutation          # mutmut's mutants against the cases that run them (`-- --changed`, `-- --sample N`)
+    nox -s dev               # .venv: the development venv (`-- mindspore` adds MindSpore); then source .venv/bin/activate
 """
 
 from __future__ import annotations
@@ -254,3 +255,30 @@ def slow(session: nox.Session, backend: str) -> None:
     venv = _backend_venv(session, backend)
     paths = ["tests/mindspore"] if backend == "mindspore" else []
     _run(session, venv, "pytest", "-m", "slow", *paths, *session.posargs, env=ENV)
+
+
+# `nox -s dev`: where `python -m parity ...`, pytest and every command the harness prints outside nox run.
+DEV_VENV = Path(".venv")
+
+
+@nox.session(python=False)
+def dev(session: nox.Session) -> None:
+    """The development venv ``.venv`` in the repository: created, or refreshed (pip install -e '.[dev]').
+
+    ``nox -s dev -- mindspore`` installs the ``mindspore`` extra too (optional: MindSpore 2.10 CPU and
+    its ``numpy<2`` pins; torch and the harness run with them). Then ``source .venv/bin/activate``.
+    """
+    unknown = [arg for arg in session.posargs if arg not in ("torch", "mindspore")]
+    if unknown:
+        session.error(f"nox -s dev: expected no argument or `-- mindspore`, got {' '.join(unknown)}")
+    spec = DEV_MINDSPORE if "mindspore" in session.posargs else DEV
+    python = DEV_VENV / "bin" / "python"
+    if not python.exists():
+        session.log(f"creating {DEV_VENV}")
+        session.run(sys.executable, "-m", "venv", str(DEV_VENV), external=True)
+    session.run(str(python), "-m", "pip", "install", *spec, external=True)
+    mindspore = "with" if spec == DEV_MINDSPORE else "without (nox -s dev -- mindspore adds it)"
+    session.log(
+        f"{DEV_VENV} is ready, {mindspore} MindSpore. Activate it: source {DEV_VENV}/bin/activate "
+        "(then python -m parity ..., pytest ...; deactivate leaves it)"
+    )

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from parity import canonical, case_log, golden, numerics, scratch
+from parity import canonical, case_log, commands, golden, numerics, scratch
 from parity.cases import Case, Registry
 from parity.compare import Difference, compare
 from parity.env import (
@@ -42,6 +42,7 @@ from parity.env import (
     seed_all,
 )
 from parity.report import ParityReport, report_path, write_json_atomic
+from parity.verdict import component_of
 
 __all__ = [
     "Commands",
@@ -68,28 +69,31 @@ class Commands(Protocol):
     def update(self, case: Case, backend: str) -> str: ...
 
 
+# What every command line of the harness runs under (the nox sessions set it themselves).
+_HASHSEED = ("PYTHONHASHSEED=0",)
+
+
 @dataclass(frozen=True)
 class CliCommands:
     source: str | None
     golden_root: Path | None = None
 
-    def _base(self, verb: str, case: Case, backend: str, profile: str | None = None) -> list[str]:
-        parts = ["PYTHONHASHSEED=0", "python", "-m", "parity", verb]
-        parts += ["--cpu-profile", profile or numerics.active_profile()]
+    def _args(self, verb: str, case: Case, backend: str, profile: str | None = None) -> list[str]:
+        parts = [verb, "--cpu-profile", profile or numerics.active_profile()]
         if self.source:
-            parts += ["--cases", shlex.quote(self.source)]
+            parts += ["--cases", self.source]
         if self.golden_root is not None and Path(self.golden_root).resolve() != golden.DEFAULT_ROOT:
-            parts += ["--golden-dir", shlex.quote(str(self.golden_root))]
-        return [*parts, "--backend", backend, "--id", shlex.quote(case.id)]
+            parts += ["--golden-dir", str(self.golden_root)]
+        return [*parts, "--backend", backend, "--id", case.id]
 
     def run(self, case: Case, backend: str, blob: str | None = None, profile: str | None = None) -> str:
-        parts = self._base("run", case, backend, profile)
+        parts = self._args("run", case, backend, profile)
         if blob:
-            parts += ["--hypothesis-blob", shlex.quote(blob)]
-        return " ".join(parts)
+            parts += ["--hypothesis-blob", blob]
+        return commands.parity(*parts, env_prefix=_HASHSEED)
 
     def update(self, case: Case, backend: str) -> str:
-        return " ".join(self._base("update", case, backend))
+        return commands.parity(*self._args("update", case, backend), env_prefix=_HASHSEED)
 
 
 @dataclass(frozen=True)
@@ -429,6 +433,7 @@ class Engine:
         report = ParityReport(
             case_id=case.id,
             kind=case.kind,
+            component=component_of(case.tags, case.kind),
             tier=case.tier,
             backend=backend,
             platform=key,
