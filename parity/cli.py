@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -40,11 +39,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from parity import golden, numerics, parallel
+from parity import commands, golden, numerics, parallel
 from parity.cases import SUPPORTED_BACKENDS, Case, Registry, load_registry
 from parity.engine import DEFAULT_REPORT_DIR, CliCommands, Engine, Outcome
 from parity.report import load_last_run, localisation_lines, run_summary_path, with_decimal, write_json_atomic
 from parity.select import keyword_matches
+from parity.verdict import Failure, component_of, counts_lines, run_failures, verdict
 
 DEFAULT_CASES = "parity.suites:REGISTRY"
 _STYLE = {
@@ -63,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m parity", description=__doc__.splitlines()[0])
     # Taken out of argv before parsing (so it works after the subcommand too); listed for --help.
     parser.add_argument(
-        "--verbose", action="store_true", help="show third-party warnings and the trainers' progress bars"
+        "--verbose",
+        action="store_true",
+        help="show third-party warnings and the trainers' progress bars; case by case: `run` prints its "
+        "table when green and every failure's report, `report` every case's report",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -222,6 +225,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None, *, r
 
 def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reexec: bool) -> int:
     args = build_parser().parse_args(parsed_argv)
+    from hyper_parallel.platform.quiet import split_verbose
+
+    args.verbose = split_verbose(argv)[1]  # taken out of argv before parsing (``main``)
     # Logs (CI, nox) are not terminals: give the tables room so case ids stay on one line.
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     if args.command == "report":
@@ -246,9 +252,12 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
     if args.command == "update" and args.failed:
         from parity import run_state
 
+        tree = run_state.tree_fingerprint()
         try:
-            failed = run_state.failed_goldens(args.report_dir, run_state.tree_fingerprint(), backends or None)
+            failed = run_state.failed_goldens(args.report_dir, tree, backends or None, _where(args))
         except run_state.FailedRunError as exc:  # one line, however long (never wrapped)
+            with contextlib.suppress(OSError):  # a combined review names them as not updated
+                run_state.record_refusal(args.report_dir, tree, backends, str(exc))
             console.print(Text("error: ", style="bold red") + Text(str(exc)), highlight=False, soft_wrap=True)
             return 2
         args.failed_jobs = [(c, b) for c, b in failed if not backends or b in backends]
@@ -294,7 +303,7 @@ def _main(parsed_argv: list[str], argv: list[str], console: Console | None, reex
         )
         console.print(
             f"[bold red]error:[/] no case matches {asked} ({len(registry)} cases registered; "
-            "`python -m parity list` shows them)",
+            f"`{commands.parity('list', *_where(args)[:2])}` shows them)",
             highlight=False,
         )
         return 2
@@ -340,7 +349,8 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     case = registry.get(args.case_id)
     if case is None:
         return error(
-            f"unknown case id {args.case_id!r} ({len(registry)} cases registered; `python -m parity list` shows them)"
+            f"unknown case id {args.case_id!r} ({len(registry)} cases registered; "
+            f"`{commands.parity('list', *_where(args)[:2])}` shows them)"
         )
     if case.localise is None:
         with_one = sum(c.localise is not None for c in registry)
@@ -575,7 +585,11 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
             with contextlib.suppress(OSError):
                 run_state.mark_stopped(args.report_dir, run_id, tree, run_backends, type(exc).__name__)
         raise
-    _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
+    failing = [o for o in outcomes if o.status in ("fail", "error")]
+    if failing or args.verbose:
+        _summary_table(console, "parity run", outcomes, args.backends or registry.backends())
+    else:  # green: the counts; the table of every case with --verbose
+        _green_summary(console, outcomes)
     if args.report_dir is not None:
         rows = _write_run_summary(args.report_dir, engine, outcomes, tree, argv)
         if run_id is not None:
@@ -585,12 +599,10 @@ def _run(args: argparse.Namespace, console: Console, registry: Registry, cases: 
                 console.print(
                     f"[yellow]could not record the run's results for --failed: {exc}[/]", highlight=False
                 )
-    for outcome in outcomes:
-        if outcome.status in ("fail", "error"):
-            _print_message(console, outcome)
+    _print_messages(console, failing, args.verbose)
     unused = engine.unused_goldens()
     _print_unused(console, unused)
-    _short_summary(console, outcomes, args.report_dir is not None)
+    _short_summary(console, outcomes, args.report_dir is not None, where=_where(args))
     failed = sum(o.status in ("fail", "error") for o in outcomes)
     passed = sum(o.status == "pass" for o in outcomes)
     skipped = sum(o.status == "skip" for o in outcomes)
@@ -678,42 +690,37 @@ def _run_temp_dir() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _component(case: Case) -> str:
-    return case.tags[0] if case.tags else case.kind
+def _where(args: argparse.Namespace) -> list[str]:
+    """This command line's ``--cases``, ``--golden-dir`` and ``--report-dir`` where they are not the
+    defaults: a printed command must read the same registry, goldens and run state."""
+    out: list[str] = []
+    cases = getattr(args, "cases", DEFAULT_CASES)
+    if cases != DEFAULT_CASES:
+        out += ["--cases", cases]
+    root = getattr(args, "golden_dir", None)
+    if root is not None and Path(root).resolve() != golden.DEFAULT_ROOT:
+        out += ["--golden-dir", str(root)]
+    reports = getattr(args, "report_dir", None)
+    if reports is not None and Path(reports).resolve() != Path(DEFAULT_REPORT_DIR).resolve():
+        out += ["--report-dir", str(reports)]
+    return out
 
 
-_PREFIX_RE = re.compile(r"^PARITY (ERROR|FAIL)\s+case=\S+\s+backend=\S+(\s+platform=\S+)?:?\s*")
-
-
-def _reason(outcome: Outcome) -> str:
-    """The first difference, error or failure line of an outcome, without the case id again."""
-    report = outcome.report
-    if report is not None and report.differences:
-        first = report.differences[0]
-        text = f"{first.path}: {first.message}"
-    elif report is not None and report.error:
-        text = report.error.splitlines()[0]
-    else:
-        text = next((line for line in outcome.message.splitlines() if line.strip()), "")
-    text = _PREFIX_RE.sub("", text)
-    return text if len(text) <= 100 else text[:97] + "..."
-
-
-def _short_summary(console: Console, outcomes: list[Outcome], has_last_run: bool) -> None:
-    """pytest's "short test summary info": failing ids by tier and component, then the ways out,
-    each printed once whatever the number of cases it concerns."""
+def _short_summary(
+    console: Console, outcomes: list[Outcome], has_last_run: bool, where: Sequence[str] = ()
+) -> None:
+    """pytest's "short test summary info", by cause: the verdict, the failures grouped by where they
+    first went wrong (``parity.verdict``: step and component when localised), a few ids of each,
+    then the ways out, each printed once whatever the number of cases it concerns; a real
+    divergence (a tier A pair) comes first, accepting goldens last (``where``: the run's
+    non-default ``--cases``/``--golden-dir``/``--report-dir``, which the printed commands repeat)."""
     failing = [o for o in outcomes if o.status in ("fail", "error")]
     if not failing:
         return
     console.rule("short summary of failures")
-    for tier, title in (("A", "tier A (legacy vs new)"), ("B", "tier B (golden)")):
-        rows = sorted((o for o in failing if o.case.tier == tier), key=lambda o: _component(o.case))
-        if not rows:
-            continue
-        console.print(f"{title}: {len(rows)} failed", highlight=False)
-        for o in rows:
-            line = f"  {_LABEL[o.status]} [{_component(o.case)}] {o.backend} {o.case.id} - {_reason(o)}"
-            console.print(line, soft_wrap=True, markup=False, highlight=False)
+    judged = verdict([Failure.from_outcome(o) for o in failing], total=len(outcomes))
+    for line in judged.lines():
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     ways: list[str] = []
     golden_fails = [o for o in failing if o.case.tier == "B" and o.status == "fail"]
     environment = [o for o in golden_fails if o.report is not None and o.report.environment]
@@ -723,14 +730,19 @@ def _short_summary(console: Console, outcomes: list[Outcome], has_last_run: bool
             "first line names the fields); rerun under the golden's profile, or regenerate for this one"
         )
     if golden_fails:
-        ids = " ".join(f"--id {shlex.quote(o.case.id)}" for o in golden_fails[:3])
+        ids = [arg for o in golden_fails[:3] for arg in ("--id", o.case.id)]
+        fail_backends = sorted({o.backend for o in golden_fails})
+        backend = fail_backends[0] if len(fail_backends) == 1 else None
         command = (
-            "python -m parity update --failed"
+            commands.parity("update", "--failed", *where, backend=backend)
             if has_last_run
-            else f"python -m parity update {ids}{' ...' if len(golden_fails) > 3 else ''}"
+            else commands.parity("update", *ids, *where, backend=backend)
+            + (" ..." if len(golden_fails) > 3 else "")
         )
         ways.append(
-            f"tier B: if the change is intended, accept exactly these {len(golden_fails)} golden(s): "
+            "tier B: "
+            + _AFTER_TIER_A * judged.real_divergence
+            + f"if the change is intended, accept exactly these {len(golden_fails)} golden(s): "
             f"{command}  (it prints a review; the full diff goes to parity/reports/update.diff)"
         )
     errors = [o for o in failing if o.status == "error"]
@@ -743,16 +755,36 @@ def _short_summary(console: Console, outcomes: list[Outcome], has_last_run: bool
     if pairs:
         modules = sorted({_source_file(o.case) for o in pairs} - {""})
         ways.append(
-            f"tier A: {len(pairs)} pair(s) where legacy and new differ: there is no golden, so "
-            "regenerating cannot accept it; make the two sides agree. Each side's value comes from its "
+            f"tier A: a real divergence: legacy and new disagree in {len(pairs)} pair(s) (the tier A causes "
+            "above); there is no golden, so regenerating cannot accept it; make the two sides agree. Each "
+            "side's value comes from its "
             "product default (legacy: hyper_parallel/trainer/config.py; new: the component's Config under "
             "hyper_parallel/components/), the harness fixture ("
             + (", ".join(modules) or "parity/suites/")
-            + ") or the recipe YAML (examples/debug/train.yaml); `python -m parity bisect ID` localises an e2e pair"
+            + ") or the recipe YAML (examples/debug/train.yaml); `"
+            + commands.parity("bisect", "ID", *(where[:2] if where[:1] == ["--cases"] else []))
+            + "` localises an e2e pair"
+        )
+    if has_last_run:
+        at = where.index("--report-dir") if "--report-dir" in where else -1
+        reports = list(where[at : at + 2]) if at >= 0 else []
+        ways.append(
+            f"every case's report, by cause: `{commands.parity('report', '--verbose', *reports)}` "
+            "(`--verbose` on this run prints them all here)"
         )
     console.print("ways out:", highlight=False)
-    for line in ways:
+    # A real divergence first, then what raised, then goldens: accepting is never the first offer
+    # while legacy and new disagree.
+    for line in sorted(ways, key=_way_rank):
         console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+
+
+_AFTER_TIER_A = "once the tier A pairs agree (their divergence may be what moved these), "
+_WAYS_ORDER = ("tier A:", "errors:", "tier B:")
+
+
+def _way_rank(way: str) -> int:
+    return next((i for i, prefix in enumerate(_WAYS_ORDER) if way.startswith(prefix)), len(_WAYS_ORDER))
 
 
 def _source_file(case: Case) -> str:
@@ -782,6 +814,7 @@ def _write_run_summary(
             "case_id": o.case.id,
             "tier": o.case.tier,
             "kind": o.case.kind,
+            "component": component_of(o.case.tags, o.case.kind),
             "backend": o.backend,
             "platform": o.platform,
             "status": o.status,
@@ -823,9 +856,12 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
         ]
         if not jobs:
             console.print(
-                "nothing to update: no tier B golden is failing in the finished runs on this tree",
+                f"nothing to update on {', '.join(backends)}: no tier B golden is failing in the finished "
+                "runs on this tree",
                 highlight=False,
             )
+            if args.combined and args.report_dir is not None:
+                _combined_review(console, args.report_dir, run_state.tree_fingerprint())
             return 0
     else:
         jobs = _jobs(args, registry, cases, tier="B")
@@ -887,7 +923,7 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
             (o.case.id, o.backend) for o in outcomes if o.status in ("created", "updated", "unchanged")
         ]
         try:  # accepted: `update --failed` does not take them again
-            run_state.record_update(args.report_dir, tree, refreshed)
+            run_state.record_update(args.report_dir, tree, refreshed, sorted({b for _, b in jobs}))
         except OSError:
             pass
         for backend in sorted({b for _, b in jobs}):
@@ -902,15 +938,31 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
             except OSError:
                 pass
     if args.combined and args.report_dir is not None:
-        console.rule("every backend updated on this tree")
-        paths = sorted(Path(args.report_dir).glob("update-*.json"))
-        for line in review.combined_summary(paths, tree):
-            console.print(line, soft_wrap=True, markup=False, highlight=False)
+        _combined_review(console, args.report_dir, tree)
     console.print(
         f"{len(changed)} golden(s) written, {unchanged} unchanged, {len(skipped)} skipped, {len(errors)} error(s)",
         highlight=False,
     )
     return 1 if errors or unused else 0
+
+
+def _combined_review(console: Console, report_dir: Path, tree: str) -> None:
+    """The reviews of the backends updated after their last run on this tree; each other backend is
+    named with why it was not updated (never shown as updated by an earlier update)."""
+    from parity import review, run_state
+
+    status = run_state.update_status(report_dir, tree, SUPPORTED_BACKENDS)
+    updated = [b for b, why in status.items() if why is None]
+    left = {b: why for b, why in status.items() if why is not None}
+    title = "every backend updated on this tree"
+    if left:
+        title = f"updated on this tree: {', '.join(updated) or 'no backend'}; not updated: {', '.join(left)}"
+    console.rule(title)
+    paths = [Path(report_dir) / f"update-{b}.json" for b in updated]
+    for line in review.combined_summary(paths, tree):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    for backend, why in left.items():
+        console.print(f"== {backend}: {why}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _lines_of(lines: list[str], outcome: Outcome) -> list[str]:
@@ -959,6 +1011,40 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+def _green_summary(console: Console, outcomes: list[Outcome]) -> None:
+    """A green run in a few lines: the case runs per tier and backend, then skip reasons (as under
+    the table)."""
+    console.print(
+        f"parity run: {len(outcomes)} case run(s), none failing (--verbose: the table of every case)",
+        highlight=False,
+    )
+    for line in counts_lines((o.case.tier, o.backend, o.status) for o in outcomes):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    _print_skipped(console, outcomes)
+
+
+def _print_messages(console: Console, failing: list[Outcome], verbose: bool) -> None:
+    """The report of the first failure of each cause (``parity.verdict``), the others of that cause
+    in one line; every report with ``verbose``."""
+    if verbose:
+        for outcome in failing:
+            _print_message(console, outcome)
+        return
+    judged = verdict(Failure.from_outcome(o) for o in failing)
+    by_id = {(o.case.id, o.backend): o for o in failing}
+    for index, group in enumerate(judged.groups, 1):
+        first = group.failures[0]
+        _print_message(console, by_id[(first.case_id, first.backend)])
+        if len(group) > 1:
+            console.print(
+                f"... and {len(group) - 1} more failure(s) of cause {index} ({group.headline()}): their "
+                "reports are written, not printed here (`--verbose` prints them)",
+                soft_wrap=True,
+                markup=False,
+                highlight=False,
+            )
+
+
 def _print_message(console: Console, outcome: Outcome) -> None:
     """A failure report, unwrapped so its reproduce command stays one copyable line."""
     console.rule(f"[red]{outcome.backend} {outcome.case.id}", style="red")
@@ -987,6 +1073,10 @@ def _summary_table(console: Console, title: str, outcomes: list[Outcome], backen
             cells.append(Text(label + timing, style=_STYLE.get(cell.status, "")))
         table.add_row(*cells)
     console.print(table)
+    _print_skipped(console, outcomes)
+
+
+def _print_skipped(console: Console, outcomes: list[Outcome]) -> None:
     # One line per reason: 33 MindSpore goldens skipped for one missing package are one fact.
     skipped: dict[tuple[str, str], list[str]] = {}
     for outcome in outcomes:
@@ -1001,7 +1091,8 @@ def _print_unused(console: Console, unused: list[tuple[Path, str]]) -> None:
     for path, why in unused:
         console.print(f"[bold red]unused golden[/] {path}: {why}")
     if unused:
-        console.print("register their cases, or delete them with `python -m parity update --prune-unused`")
+        prune = commands.parity("update", "--prune-unused")
+        console.print(f"register their cases, or delete them with `{prune}`", markup=False, highlight=False)
 
 
 def _cross(args: argparse.Namespace, console: Console) -> int:
@@ -1054,16 +1145,46 @@ def _report(args: argparse.Namespace, console: Console) -> int:
         return 0
     last = load_last_run(args.report_dir)  # the run `report --html` shows too, never an earlier one's
     console.print(last.stamp, highlight=False)
-    reports = last.reports
-    shown = 0
-    for path, data, error in reports:
+
+    def selected(case_id: Any) -> bool:
+        return not args.keyword or keyword_matches(args.keyword, str(case_id or ""))
+
+    reports = [(p, d, e) for p, d, e in last.reports if d is None or selected(d.get("case_id"))]
+    rows = [r for r in (last.summary or {}).get("cases") or [] if isinstance(r, dict)]
+    rows = [r for r in rows if selected(r.get("case_id"))]
+    failures = run_failures([d for _, d, _ in reports if d is not None], rows)
+    judged = verdict(failures, total=len(rows) if last.summary else None)
+    # The verdict and the causes first; the cases one by one on request.
+    for line in judged.lines():
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    for _path, _data, error in reports:
         if error is not None:
             console.print(f"[bold red]{error}[/]")
+    if not reports and not judged.groups:
+        console.print(f"no parity reports under {args.report_dir}")
+        return 0
+    if not args.verbose:
+        if judged.groups:
+            again = ["report", "--verbose", *(["-k", args.keyword] if args.keyword else [])]
+            if Path(args.report_dir).resolve() != Path(DEFAULT_REPORT_DIR).resolve():
+                again += ["--report-dir", str(args.report_dir)]
+            console.print(
+                f"each case's report, by cause: `{commands.parity(*again)}`",
+                soft_wrap=True,
+                markup=False,
+                highlight=False,
+            )
+        return 0
+    group_of = {(f.backend, f.case_id): judged.group_of(f) for f in judged.failures}
+
+    def cause_number(data: dict[str, Any] | None) -> int:
+        return group_of.get((str((data or {}).get("backend")), str((data or {}).get("case_id"))), 0) + 1
+
+    reports.sort(key=lambda r: cause_number(r[1]))
+    for path, data, error in reports:
+        if error is not None:
             continue
         assert data is not None
-        if args.keyword and not keyword_matches(args.keyword, str(data.get("case_id", ""))):
-            continue
-        shown += 1
         summary = data.get("summary") or {}
         table = Table(show_header=False, box=None)
         table.add_column(style="bold")
@@ -1091,7 +1212,6 @@ def _report(args: argparse.Namespace, console: Console) -> int:
                 f"  {diff.get('phase')}/{diff.get('kind')}",
                 Text(f"{diff.get('path')}: {diff.get('message')}"),
             )
-        console.print(Panel(table, title=str(data.get("case_id")), border_style="red"))
-    if not shown:
-        console.print(f"no parity reports under {args.report_dir}")
+        title = f"cause {cause_number(data)}: {data.get('case_id')}"
+        console.print(Panel(table, title=title, border_style="red"))
     return 0

@@ -62,6 +62,9 @@ class ParityReport:
     # Where the two sides first diverged (``parity.tools.localise.Localisation.to_dict()``), tier A only.
     localisation: dict[str, Any] | None = None
     fingerprint: dict[str, Any] | None = None  # the environment this run checked in (parity.env)
+    # What the case covers (its first tag, else its kind): the failure's cause when nothing localises
+    # it (``parity.verdict``).
+    component: str | None = None
 
     @property
     def first(self) -> Difference | None:
@@ -106,6 +109,7 @@ class ParityReport:
         return {
             "case_id": self.case_id,
             "kind": self.kind,
+            "component": self.component,
             "tier": self.tier,
             "backend": self.backend,
             "platform": self.platform,

@@ -48,7 +48,9 @@ __all__ = [
     "mark_stopped",
     "mark_finished",
     "record_update",
+    "record_refusal",
     "failed_goldens",
+    "update_status",
     "state_path",
     "FailedRunError",
 ]
@@ -298,10 +300,13 @@ def mark_finished(
         _change(report_dir, backend, tree, edit)
 
 
-def record_update(report_dir: Path, tree: str, refreshed: Iterable[tuple[str, str]]) -> None:
+def record_update(
+    report_dir: Path, tree: str, refreshed: Iterable[tuple[str, str]], backends: Sequence[str] = ()
+) -> None:
     """``update`` wrote (or found unchanged) these ``(case_id, backend)`` goldens on ``tree``: their
-    failures are accepted, and ``--failed`` does not take them again."""
-    by_backend: dict[str, list[str]] = {}
+    failures are accepted, and ``--failed`` does not take them again. Each of ``backends`` (those the
+    update ran on) records that it was updated after its last run (:func:`update_status`)."""
+    by_backend: dict[str, list[str]] = {b: [] for b in backends}
     for case_id, backend in refreshed:
         by_backend.setdefault(backend, []).append(case_id)
     now_ns = time.time_ns()
@@ -315,8 +320,18 @@ def record_update(report_dir: Path, tree: str, refreshed: Iterable[tuple[str, st
                     "at": _now(),
                     "at_ns": now_ns,
                 }
+            entry["update"] = {"status": "updated", "at": _now(), "at_ns": now_ns, "goldens": len(ids)}
 
         _change(report_dir, backend, tree, edit, create=False)
+
+
+def record_refusal(report_dir: Path, tree: str, backends: Sequence[str], why: str) -> None:
+    """``update --failed`` refused ``backends`` on ``tree`` for ``why`` (one line): a combined review
+    names them as not updated, never as updated by an earlier update of the same tree (a backend with
+    no record of this tree gets none: it has no run here, which says as much)."""
+    fields = {"status": "refused", "at": _now(), "at_ns": time.time_ns(), "why": why}
+    for backend in backends:
+        _change(report_dir, backend, tree, lambda entry: entry.update(update=dict(fields)), create=False)
 
 
 def _started(run: dict[str, Any]) -> str:
@@ -332,68 +347,133 @@ def _unfinished(run: dict[str, Any]) -> str:
     return f"did not finish (its process {run.get('pid', '?')} on {run.get('host', '?')} is gone)"
 
 
+def _run_command(backend: str, run_args: Sequence[str]) -> str:
+    from parity import commands
+
+    return commands.parity("run", "--backend", backend, *run_args)
+
+
+def _last_run(entry: dict[str, Any]) -> dict[str, Any] | None:
+    runs = [r for r in entry.get("runs", []) if isinstance(r, dict)]
+    return max(runs, key=lambda r: r.get("started_ns", 0)) if runs else None
+
+
 def failed_goldens(
-    report_dir: Path, tree: str, backends: Sequence[str] | None = None
+    report_dir: Path, tree: str, backends: Sequence[str] | None = None, run_args: Sequence[str] = ()
 ) -> list[tuple[str, str]]:
     """``(case_id, backend)`` of every tier B golden whose latest result on this tree is a failure,
     over ``backends`` (default: every backend with a run state); ``FailedRunError`` (one line) when
-    that cannot be known yet."""
+    that cannot be known yet: a backend asked has no run on this tree (missing), its last run was made
+    on another tree (stale), is still going, or did not finish. ``run_args`` (``--report-dir R``) go
+    into the ``parity run`` command each refusal names (in the form that runs where the user stands)."""
     report_dir = Path(report_dir)
     asked = list(backends) if backends else _backends_with_state(report_dir)
+    if not asked:
+        raise FailedRunError(
+            f"no last run to take failures from (no {STATE_PREFIX}*.json in {report_dir}): run "
+            f"`{_run_command('torch', run_args)}` (and each other backend's) first"
+        )
     entries: dict[str, dict[str, Any]] = {}
-    other_tree = ""
+    problems: dict[str, str] = {}  # backend -> why it cannot say (one line)
     for backend in asked:
         path = state_path(report_dir, backend)
         try:
             data = _read_state(path)
         except FileNotFoundError:
+            problems[backend] = (
+                f"no last run to take failures from for backend {backend} ({path} does not exist): run "
+                f"`{_run_command(backend, run_args)}` first"
+            )
             continue
         except (OSError, ValueError) as exc:
             raise FailedRunError(f"cannot read {path}: {exc}") from None
         entry = data["trees"].get(tree)
-        if isinstance(entry, dict) and entry.get("runs"):
+        if isinstance(entry, dict) and _last_run(entry) is not None:
             entries[backend] = entry
-        elif data["trees"]:
-            other_tree = str(path)
-    if not entries:
-        if other_tree:
-            raise FailedRunError(
-                f"the last run ({other_tree}) was made on another tree than this one (sources changed "
-                "since): rerun `python -m parity run` first"
+            continue
+        older = [t for t in data["trees"].values() if isinstance(t, dict) and _last_run(t) is not None]
+        if older:
+            last = max((_last_run(t) or {} for t in older), key=lambda r: r.get("started_ns", 0))
+            problems[backend] = (
+                f"the last run of backend {backend} ({path}, started {_started(last)}) was made on another "
+                f"tree than this one (sources changed since): rerun `{_run_command(backend, run_args)}` first"
             )
-        where = (
-            ", ".join(str(state_path(report_dir, b)) for b in asked)
-            or f"no {STATE_PREFIX}*.json in {report_dir}"
-        )
-        raise FailedRunError(f"no last run to take failures from ({where}): run `python -m parity run` first")
-    for backend in asked:
-        if backend not in entries and backends:
-            raise FailedRunError(
-                f"no run of backend {backend} on this tree ({state_path(report_dir, backend)}): run "
-                f"`python -m parity run --backend {backend}` first"
+        else:
+            problems[backend] = (
+                f"no run of backend {backend} on this tree ({path}): run `{_run_command(backend, run_args)}` first"
             )
-    # With several backends, the one that is not ready need not hold up the others.
-    others = " (or take the other backends' now with --backend)" if len(entries) > 1 else ""
-    out = []
+    ready = [b for b in asked if b not in problems]
     for backend, entry in sorted(entries.items()):
         path = state_path(report_dir, backend)
         runs = sorted((r for r in entry["runs"] if isinstance(r, dict)), key=lambda r: r.get("started_ns", 0))
         live = [r for r in runs if r.get("status") == "running" and _alive(r)]
         if live:
             run = live[-1]
-            raise FailedRunError(
+            problems[backend] = (
                 f"a run of backend {backend} on this tree is still running (pid {run.get('pid')}, started "
-                f"{_started(run)}; {path}): wait for it to end, then run --failed{others}"
+                f"{_started(run)}; {path}): wait for it to end, then run --failed"
             )
-        last = runs[-1]
-        if last.get("status") != "finished":
-            raise FailedRunError(
+        elif runs[-1].get("status") != "finished":
+            last = runs[-1]
+            problems[backend] = (
                 f"the last run of backend {backend} on this tree ({path}, started {_started(last)}) "
-                f"{_unfinished(last)}, not finished: rerun `python -m parity run` and then --failed{others}"
+                f"{_unfinished(last)}, not finished: rerun `{_run_command(backend, run_args)}` and then --failed"
             )
+    if problems:
+        # The first problem, in the order asked; with several backends, the ready ones need not wait.
+        backend = next(b for b in asked if b in problems)
+        ready = [b for b in asked if b not in problems]
+        others = f" (or take {', '.join(ready)}'s now with {' '.join('--backend ' + b for b in ready)})"
+        more = f"; {len(problems) - 1} other backend(s) not ready either" if len(problems) > 1 else ""
+        raise FailedRunError(problems[backend] + more + (others if ready else ""))
+    out = []
+    for backend, entry in sorted(entries.items()):
         for case_id, result in sorted(entry.get("results", {}).items()):
             if isinstance(result, dict) and result.get("tier") == "B" and result.get("status") == "fail":
                 out.append((case_id, backend))
+    return out
+
+
+def update_status(report_dir: Path, tree: str, backends: Sequence[str] = ()) -> dict[str, str | None]:
+    """Per backend with a record on this tree (and each of ``backends``): ``None`` when an update
+    ran on it after its last run (its ``update-<backend>.json`` review is of that run), else one line
+    saying why not: ``not updated: <why --failed refused>``, ``not updated since its last run ...``
+    (with the count of its failing goldens), ``not updated: no run on this tree``, or ``up to date``
+    (its last run has no failing golden)."""
+    report_dir = Path(report_dir)
+    out: dict[str, str | None] = {}
+    for backend in sorted({*_backends_with_state(report_dir), *backends}):
+        try:
+            entry = _read_state(state_path(report_dir, backend))["trees"].get(tree)
+        except FileNotFoundError:
+            entry = None
+        except (OSError, ValueError) as exc:
+            out[backend] = f"not updated: cannot read {state_path(report_dir, backend)}: {exc}"
+            continue
+        if not isinstance(entry, dict):
+            if backend in backends:
+                out[backend] = "not updated: no run on this tree"
+            continue
+        last = _last_run(entry)
+        update = entry.get("update") if isinstance(entry.get("update"), dict) else {}
+        after_run = last is None or update.get("at_ns", 0) > last.get("started_ns", 0)
+        if update and after_run:
+            out[backend] = (
+                None if update.get("status") == "updated" else f"not updated: {update.get('why', '?')}"
+            )
+            continue
+        if last is None:
+            out[backend] = "not updated: no run on this tree"
+            continue
+        failing = sum(
+            isinstance(r, dict) and r.get("tier") == "B" and r.get("status") == "fail"
+            for r in entry.get("results", {}).values()
+        )
+        out[backend] = (
+            f"not updated since its last run (started {_started(last)}), which has {failing} failing golden(s)"
+            if failing
+            else f"up to date: its last run (started {_started(last)}) has no failing golden"
+        )
     return out
 
 

@@ -3,17 +3,20 @@
 The page holds, with no external resource (styles inline, images as ``data:image/png;base64``),
 in the order a reader needs them:
 
-- the verdict (how many cases fail), the environment in one line, and which run this is (the
-  last ``python -m parity run``, ``parity.report.load_last_run``: the same reports ``parity
-  report`` prints, never those of an earlier run);
-- the failing cases, most telling first (a localised end-to-end failure in the artifact where its
-  recipe first diverged, then that recipe's downstream artifacts, then the rest), each with its
-  first difference in decimal and hex, the localisation (the greppable ``first divergence: ...``
-  line and its evidence), and a heat map of where the first diverging tensor's elements differ
-  (ULP distance; block maxima when the tensor is large); legacy-vs-new curves of loss, grad norm
-  and LR per step, once per recipe, with the divergence step marked; drawn with matplotlib's Agg
-  backend from what the JSON report stores (``localisation.curves`` and ``localisation.tensor``,
-  see ``parity.tools.localise``);
+- the verdict (how many cases fail, and whether legacy and new disagree: ``parity.verdict``), the
+  environment in one line, and which run this is (the last ``python -m parity run``,
+  ``parity.report.load_last_run``: the same reports ``parity report`` prints, never those of an
+  earlier run);
+- the failures by cause, one item per cause (``parity.verdict``: the step and component where a
+  localised group first diverged, its shared ``first divergence`` line once), its cases collapsed;
+- the failing cases, cause by cause, most telling first in each (a localised end-to-end failure
+  in the artifact where its recipe first diverged, then that recipe's downstream artifacts, then
+  the rest), each with its first difference in decimal and hex, the localisation (the greppable
+  ``first divergence: ...`` line and its evidence, at the first case of its cause only), and a
+  heat map of where the first diverging tensor's elements differ (ULP distance; block maxima when
+  the tensor is large); legacy-vs-new curves of loss, grad norm and LR per step, once per recipe,
+  with the divergence step marked; drawn with matplotlib's Agg backend from what the JSON report
+  stores (``localisation.curves`` and ``localisation.tensor``, see ``parity.tools.localise``);
 - the table of every case (id, tier, backend, status, time) and the full fingerprint, collapsed.
 
 ``scripts/screenshot_report.sh`` renders a page in headless Chromium to check it by eye.
@@ -36,6 +39,7 @@ from typing import Any
 from parity.fileio import write_text_atomic
 from parity.report import load_last_run, with_decimal
 from parity.select import keyword_matches
+from parity.verdict import Failure, Verdict, run_failures, verdict
 
 __all__ = ["Written", "write_html", "curves_png", "heatmap_png"]
 
@@ -205,6 +209,7 @@ pre.line { background: #fff4e5; border-color: #f0b060; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.4em 0; }
 .muted { color: #666; font-size: 0.9em; }
 h1.red { color: #b00020; } h1.green { color: #17702b; }
+p.verdict { font-weight: bold; }
 p.env { font-family: monospace; background: #f3f3f3; padding: 0.4em; }
 details { margin: 1em 0; } summary { cursor: pointer; font-weight: bold; }
 """
@@ -266,11 +271,17 @@ def write_html(
         if c.get("status") == "error" and (c.get("backend"), c.get("case_id")) not in reported
     ]
     failing = len(shown) + len(errors)
+    judged = verdict(run_failures(shown, errors), total=len(cases) or None)
+    # The case sections follow the causes: each group's cases together, most telling first in it.
+    group_of = {(f.backend, f.case_id): judged.group_of(f) for f in judged.failures}
+    shown.sort(key=lambda d: (group_of.get((str(d.get("backend")), str(d.get("case_id"))), 0), _telling(d)))
 
     body: list[str] = []
     generated = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    verdict = f"{failing} failing of {len(cases)}" if failing else f"all {len(cases)} cases pass"
-    body.append(f'<h1 class="{"red" if failing else "green"}">parity: {_esc(verdict)}</h1>')
+    verdict_text = f"{failing} failing of {len(cases)}" if failing else f"all {len(cases)} cases pass"
+    body.append(f'<h1 class="{"red" if failing else "green"}">parity: {_esc(verdict_text)}</h1>')
+    if failing:
+        body.append(f'<p class="verdict">{_esc(judged.line)}</p>')
     body.append(f'<p class="env">{_esc(_environment_line(fingerprint))}</p>')
     body.append(
         f'<p class="muted">{_esc(last.stamp)}; reports: {_esc(report_dir)}; page written {_esc(generated)}</p>'
@@ -294,19 +305,8 @@ def write_html(
             target.write_bytes(png)
             png_files.append(target)
 
-    if shown or errors:
-        body.append("<h2>Failing cases, most telling first</h2>")
-        body.append("<ol>")
-        for data in shown:
-            case_id, backend = str(data.get("case_id")), str(data.get("backend"))
-            line = (data.get("localisation") or {}).get("line") or _headline(data)
-            body.append(
-                f'<li><a href="#{_anchor(case_id, backend)}">{_esc(case_id)}</a> ({_esc(backend)}): '
-                f'<span class="muted">{_esc(line)}</span></li>'
-            )
-        for c in errors:
-            body.append(f"<li>{_esc(c.get('case_id'))} ({_esc(c.get('backend'))}): error</li>")
-        body.append("</ol>")
+    if judged.groups:
+        body.extend(_causes(judged))
     figures_of: set[str] = set()  # recipes whose curves and heat map are drawn (once per recipe)
     for data in shown:
         case_id, backend = str(data.get("case_id")), str(data.get("backend"))
@@ -317,7 +317,15 @@ def write_html(
         )
         body.append(_first_difference(data))
         localisation = data.get("localisation") or None
-        if localisation:
+        index = group_of.get((backend, case_id), 0)
+        first = judged.groups[index].failures[0] if judged.groups else None
+        if localisation and first is not None and (first.backend, first.case_id) != (backend, case_id):
+            # Every case of a cause shares its localisation: it is shown once, at the first one.
+            body.append(
+                f'<p class="muted">first divergence: as cause {index + 1}, shown at '
+                f'<a href="#{_anchor(first.case_id, first.backend)}">{_esc(first.case_id)}</a></p>'
+            )
+        elif localisation:
             body.append(f'<pre class="line">{_esc(localisation.get("line"))}</pre>')
             evidence = localisation.get("evidence") or []
             if evidence:
@@ -384,6 +392,30 @@ def write_html(
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, page)
     return Written(path=path, failing=len(shown), images=images, png_files=png_files)
+
+
+def _causes(judged: Verdict) -> list[str]:
+    """The failures by cause (``parity.verdict``): one item per cause with its headline, its shared
+    ``first divergence`` line when localised, and its cases collapsed."""
+    out = ["<h2>Failures by cause</h2>", "<ol>"]
+    for group in judged.groups:
+        out.append(f"<li><b>{_esc(judged.headline(group))}</b>")
+        if group.localisation_line:
+            out.append(f'<pre class="line">{_esc(group.localisation_line)}</pre>')
+        out.append(f"<details><summary>{len(group)} case(s)</summary><ul>")
+        for f in group.failures:
+            name = _esc(f.case_id)
+            if f.status != "error":  # a case that raised has no report, so no section to link to
+                name = f'<a href="#{_anchor(f.case_id, f.backend)}">{name}</a>'
+            out.append(f'<li>{name} ({_esc(f.backend)}) <span class="muted">{_esc(_reason(f))}</span></li>')
+        out.append("</ul></details></li>")
+    out.append("</ol>")
+    return out
+
+
+def _reason(failure: Failure) -> str:
+    """The failure's own first difference or error, in a few words."""
+    return failure.error or failure.first_path or ""
 
 
 def mutation_section(path: Path) -> list[str]:
@@ -470,17 +502,6 @@ def _environment_line(fingerprint: Mapping[str, Any] | None) -> str:
         return "environment: not recorded (reports from an older harness)"
     parts = [f"{name} {fingerprint[name]}" for name in _ENV_FIELDS if fingerprint.get(name) not in (None, "")]
     return "environment: " + ", ".join(parts)
-
-
-def _headline(data: Mapping[str, Any]) -> str:
-    """The first difference in one line (decimal and hex), or the error."""
-    if data.get("error"):
-        return str(data.get("error")).splitlines()[0]
-    summary = data.get("summary") or {}
-    return (
-        f"{summary.get('artifact_path')}: expected {with_decimal(summary.get('expected'))}, "
-        f"got {with_decimal(summary.get('actual'))}"
-    )
 
 
 def _file_stem(case_id: str, backend: str) -> str:

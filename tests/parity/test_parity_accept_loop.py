@@ -50,16 +50,25 @@ def cli(tmp_path, monkeypatch):
     product.STATE.update(product.DEFAULTS)
 
 
-def test_a_failing_run_ends_with_the_failing_ids_and_one_line_per_way_out(cli):
+def test_a_failing_run_ends_with_the_causes_and_one_line_per_way_out_the_divergence_first(cli):
     assert cli.update()[0] == 0
     product.STATE.update(scale=1.5, eps=1e-6, legacy_only=0.5)  # two goldens move, the pair diverges
     code, out = cli.run()
     assert code == 1
     tail = out[out.index("short summary of failures") :]
     assert out.index("short summary of failures") > out.index("parity run")  # after the table
-    assert "tier A (legacy vs new): 1 failed" in tail and "FAIL [lr_scheduler] torch lr_curve.pair" in tail
-    assert "tier B (golden): 3 failed" in tail
-    assert "FAIL [loss] torch losses.curve" in tail and "FAIL [checkpoint] torch checkpoint.ckpt" in tail
+    lines = tail.splitlines()
+    assert lines[1].startswith(
+        "verdict: a real divergence: legacy and new disagree in 1 tier A pair; 3 goldens"
+    )
+    assert lines[2:4] == [
+        "  1. 1 tier A pair differs in lr_scheduler, first at lr_curve[1] (no step: no localiser)",
+        "       torch lr_curve.pair",
+    ]
+    assert "1 golden differs in loss, first at losses[0]" in tail and "       torch losses.curve" in tail
+    assert "1 golden differs in checkpoint" in tail and "       torch checkpoint.ckpt" in tail
+    ways = lines[lines.index("ways out:") + 1 :]
+    assert ways[0].startswith("  tier A: a real divergence")  # never "accept" first while a pair is red
     assert "accept exactly these 3 golden(s): python -m parity update --failed" in tail
     assert tail.count("regenerating cannot accept it") == 1 and "harness fixture" in tail
     assert "product default" in tail and "recipe YAML" in tail

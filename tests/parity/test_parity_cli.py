@@ -39,12 +39,24 @@ def test_list_shows_cases_and_golden_status(cli):
     assert f"goldens for {KEY}" in words and "torch missing" in out
 
 
-def test_run_passing_selection_exits_zero_with_a_table(cli):
-    code, out = cli(
-        "run", "--cases", CASES, "-k", "warmup_ceil", "--golden-dir", cli.golden, "--report-dir", cli.reports
+def test_run_passing_selection_exits_zero_with_counts_and_the_table_on_verbose(cli):
+    argv = (
+        "run",
+        "--cases",
+        CASES,
+        "-k",
+        "warmup_ceil",
+        "--golden-dir",
+        cli.golden,
+        "--report-dir",
+        cli.reports,
     )
+    code, out = cli(*argv)
     assert code == 0, out
-    assert "lr_curve.warmup_ceil-steps=10" in out and "pass" in out and "1 passed, 0 failed" in out
+    assert "tier A: torch 1 passed" in out and "1 passed, 0 failed" in out
+    assert "lr_curve.warmup_ceil-steps=10" not in out  # a green run's table is on request
+    code, out = cli(*argv, "--verbose")
+    assert code == 0 and "lr_curve.warmup_ceil-steps=10" in out and "pass" in out
 
 
 def test_run_failure_exits_nonzero_prints_and_writes_the_report(cli, tmp_path):

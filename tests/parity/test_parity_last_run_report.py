@@ -101,6 +101,13 @@ def test_report_and_html_show_the_same_run_and_no_earlier_report(reports, tmp_pa
     assert out.splitlines()[0] == (
         "last run finished 2026-12-02T04:40:00+00:00 (4 cases); 2 report(s) of earlier runs not shown"
     )
+    # The verdict and the causes, then the cases one by one only on request.
+    assert out.splitlines()[1].startswith(
+        "verdict: a real divergence: legacy and new disagree in 2 tier A pairs"
+    )
+    assert "2 tier A pairs diverge at step 2 in e2e (batches)" in out and "0x1.8p+1" not in out
+    code, out = _cli("report", "--report-dir", str(reports), "--verbose")
+    assert code == 0
     assert STALE not in out and PASSED_NOW not in out and LOCALISED in out
     assert "3.0 (0x1.8p+1)" in out  # headline values in decimal and hex
     page = tmp_path / "page.html"

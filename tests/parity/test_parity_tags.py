@@ -112,7 +112,7 @@ def test_cli_list_and_run_select_by_tag(cli):
     code, out = cli("list", "--tag", "loss")
     assert code == 0 and "lr_curve.b" in out and "lr_curve.c" in out and "lr_curve.a" not in out
     assert "loss, e2e" in out  # the tags column
-    code, out = cli("run", "--tag", "optimizer", "--tag", "e2e", "--report-dir", cli.reports)
+    code, out = cli("run", "--tag", "optimizer", "--tag", "e2e", "--report-dir", cli.reports, "--verbose")
     assert code == 0, out
     assert "lr_curve.a" in out and "lr_curve.c" in out and "lr_curve.b" not in out
     assert "2 passed, 0 failed" in out
