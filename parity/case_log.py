@@ -12,7 +12,12 @@ wrote no trace, and every case still passed. While a case runs (:func:`capture`)
 - ``sys.stdout`` is the case's ``output.log``: the MindSpore profiler prints "Start parsing
   profiling data" and a progress bar from its parsing processes. A green case's output is
   dropped; any other outcome's (and a case that raised) is printed after the case. A rich display
-  on the real stdout keeps drawing there (``rich_proxied_file``).
+  on the real stdout keeps drawing there (``rich_proxied_file``);
+- on a quiet command line (``python -m parity`` without ``--verbose``), WARNING records of the
+  product's own loggers (``hyper_parallel.*``) go to the case's log, not the terminal: a case
+  sets the product up on purpose (a tokenizer without pad or eos, ``decay_style: linear``, a
+  resume that extends ``max_steps``), in temporary folders of its own, and the product warns about
+  exactly that. They are printed with the output of a case that does not pass. Errors still print.
 
 Processes the case forks inherit both (they append to the same files). The files live in the run's
 scratch folder and are removed after the case.
@@ -77,6 +82,7 @@ class CaseLog:
     folder: Path
     errors: list[str] = field(default_factory=list)  # "<framework>|<level>|<message>"
     output: str = ""
+    warnings: list[str] = field(default_factory=list)  # the product's WARNING records, kept back
 
     def judge(self, outcome: Outcome) -> Outcome:
         """``outcome`` with the framework errors: a pass becomes an error quoting them; any other
@@ -95,9 +101,51 @@ class CaseLog:
                 outcome.message = f"PARITY ERROR  case={outcome.case.id}  backend={outcome.backend}: {what}"
             else:
                 outcome.message = f"{outcome.message.rstrip()}\n{what}" if outcome.message else what
-        if not outcome.ok and self.output.strip():
-            print(f"output of {outcome.case.id} ({outcome.backend}):\n{self.output.rstrip()}", flush=True)
+        if not outcome.ok and (self.output.strip() or self.warnings):
+            said = "\n".join([*self.warnings, self.output.rstrip()]).strip()
+            print(f"output of {outcome.case.id} ({outcome.backend}):\n{said}", flush=True)
         return outcome
+
+
+PRODUCT_LOGGER = "hyper_parallel"
+
+
+class _KeepWarnings(logging.Handler):
+    """On the product's top logger while a case runs (propagation off): keeps its WARNING records in
+    the case's log and hands every other record on to the root logger's handlers, as propagation would."""
+
+    def __init__(self, log: CaseLog) -> None:
+        super().__init__(logging.NOTSET)
+        self.log = log
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if logging.WARNING <= record.levelno < logging.ERROR:
+            self.log.warnings.append(self.format(record))
+        else:
+            logging.getLogger().handle(record)
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:  # pragma: no cover - handle() does the work
+        pass
+
+
+@contextlib.contextmanager
+def _product_warnings_kept(log: CaseLog) -> Iterator[None]:
+    from hyper_parallel.platform.quiet import quiet
+
+    if not quiet():  # --verbose, or not under the harness's command line (pytest keeps its own logs)
+        yield
+        return
+    product = logging.getLogger(PRODUCT_LOGGER)
+    handler, propagate = _KeepWarnings(log), product.propagate
+    product.addHandler(handler)
+    product.propagate = False
+    try:
+        yield
+    finally:
+        product.propagate = propagate
+        product.removeHandler(handler)
 
 
 def _framework_loggers() -> list[logging.Logger]:
@@ -129,7 +177,8 @@ def capture() -> Iterator[CaseLog]:
     sys.stdout = output
     raised = True
     try:
-        yield log
+        with _product_warnings_kept(log):
+            yield log
         raised = False
     finally:
         if sys.stdout is output:
@@ -143,5 +192,5 @@ def capture() -> Iterator[CaseLog]:
         with contextlib.suppress(OSError):
             log.output = output_path.read_text(encoding="utf-8", errors="replace")
         shutil.rmtree(log.folder, ignore_errors=True)
-        if raised and log.output.strip():  # the case raised through (pytest): its output with it
-            print(log.output.rstrip(), flush=True)
+        if raised and (log.output.strip() or log.warnings):  # the case raised through: what it said
+            print("\n".join([*log.warnings, log.output.rstrip()]).strip(), flush=True)

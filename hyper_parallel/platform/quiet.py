@@ -34,6 +34,7 @@ __all__ = [
     "THIRD_PARTY_WARNINGS",
     "VERBOSE_FLAG",
     "progress_bars_off",
+    "quiet",
     "quiet_third_party",
     "say_once_per_run",
     "split_verbose",
@@ -106,6 +107,7 @@ _env_set: dict[str, str] = {}  # the QUIET_ENV variables this module set (and so
 # Names the quiet settings set, passed to child processes: a child run with --verbose undoes them.
 _SET_ENV = "HYPER_PARALLEL_QUIET_SET"
 _verbose = False
+_quiet = False  # quiet_third_party(verbose=False) was called in this process (or the one that forked it)
 
 
 def quiet_third_party(verbose: bool = False) -> None:
@@ -113,8 +115,9 @@ def quiet_third_party(verbose: bool = False) -> None:
 
     Meant for an entry point, once per process; calling it again does not stack the log filters.
     """
-    global _verbose
+    global _verbose, _quiet
     _verbose = verbose
+    _quiet = not verbose
     for name, flt in list(_installed.items()):
         logging.getLogger(name).removeFilter(flt)
         del _installed[name]
@@ -145,6 +148,12 @@ def quiet_third_party(verbose: bool = False) -> None:
         flt = _DropMessages(patterns)
         logging.getLogger(name).addFilter(flt)
         _installed[name] = flt
+
+
+def quiet() -> bool:
+    """Whether an entry point asked for a quiet command line (``quiet_third_party`` without
+    ``--verbose``); False in a process where no entry point did (pytest, a library user)."""
+    return _quiet
 
 
 @contextlib.contextmanager
