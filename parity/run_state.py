@@ -455,7 +455,8 @@ def update_status(report_dir: Path, tree: str, backends: Sequence[str] = ()) -> 
                 out[backend] = "not updated: no run on this tree"
             continue
         last = _last_run(entry)
-        update = entry.get("update") if isinstance(entry.get("update"), dict) else {}
+        recorded = entry.get("update")
+        update: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         after_run = last is None or update.get("at_ns", 0) > last.get("started_ns", 0)
         if update and after_run:
             out[backend] = (

@@ -208,7 +208,12 @@ class CauseGroup:
         if self.cause.kind != "diverged":
             return None
         return next(
-            (str(f.localisation["line"]) for f in self.failures if (f.localisation or {}).get("line")), None
+            (
+                str((f.localisation or {})["line"])
+                for f in self.failures
+                if (f.localisation or {}).get("line")
+            ),
+            None,
         )
 
     def headline(self, *, show_backends: bool = False) -> str:
