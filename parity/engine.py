@@ -19,6 +19,7 @@ Nothing here prints.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shlex
 import time
@@ -51,9 +52,14 @@ __all__ = [
     "Engine",
     "Outcome",
     "DEFAULT_REPORT_DIR",
+    "REPORT_DIR_ENV",
 ]
 
-DEFAULT_REPORT_DIR = Path(__file__).resolve().parent / "reports"
+# Where reports, the run state and update reviews go unless --report-dir says otherwise. The test
+# suite points ``PARITY_REPORT_DIR`` at a folder of its own (tests/conftest.py), so that no test
+# writes into the repository's reports, which a user's `update --failed` and review read.
+REPORT_DIR_ENV = "PARITY_REPORT_DIR"
+DEFAULT_REPORT_DIR = Path(os.environ.get(REPORT_DIR_ENV) or Path(__file__).resolve().parent / "reports")
 _BLOB_RE = re.compile(r"reproduce_failure\('([^']+)', b'([^']+)'\)")
 
 

@@ -72,6 +72,23 @@ def _pin_xdist_worker_device() -> None:
 
 _pin_xdist_worker_device()
 
+
+def _own_report_dir() -> None:
+    """Reports, run state and reviews of every test go to one temporary folder of this run (its
+    xdist workers and child processes inherit it), never to the repository's ``parity/reports``,
+    which the user's ``update --failed`` and reviews read. Removed when the process that made it exits."""
+    import atexit
+    import tempfile
+
+    if os.environ.get("PARITY_REPORT_DIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="parity-test-reports-")
+    os.environ["PARITY_REPORT_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, True)
+
+
+_own_report_dir()
+
 import pytest  # noqa: E402
 
 from parity.hypothesis_profiles import load_selected_profile  # noqa: E402
