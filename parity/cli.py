@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-dir",
         type=Path,
         default=DEFAULT_REPORT_DIR,
-        help="where the run state (run_state-<backend>.json) is read and update.diff written",
+        help="where the run state (run_state-<backend>.json) is read and update-<backend>.diff written",
     )
     p_update.add_argument(
         "--combined",
@@ -743,7 +743,7 @@ def _short_summary(
             "tier B: "
             + _AFTER_TIER_A * judged.real_divergence
             + f"if the change is intended, accept exactly these {len(golden_fails)} golden(s): "
-            f"{command}  (it prints a review; the full diff goes to parity/reports/update.diff)"
+            f"{command}  (it prints a review; the full diff goes to update-<backend>.diff in the report folder)"
         )
     errors = [o for o in failing if o.status == "error"]
     if errors:
@@ -892,19 +892,22 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
     for outcome in errors:
         _print_message(console, outcome)
     console.print(f"{unchanged} golden(s) unchanged", highlight=False)
-    diff_text = "".join(o.diff if o.diff.endswith("\n") else o.diff + "\n" for o in changed if o.diff)
-    if args.report_dir is not None and changed:
-        diff_path = Path(args.report_dir) / "update.diff"
-        try:
-            from parity.fileio import write_text_atomic
+    diff_text = "".join(_diff_of(o) for o in changed)
+    if args.report_dir is not None:
+        # One diff per backend: a later update of another backend (its own nox session) keeps it.
+        from parity.fileio import write_text_atomic
 
-            write_text_atomic(diff_path, diff_text)
-            console.print(
-                f"full diff: {_rel(diff_path)} ({diff_text.count(chr(10))} lines; --diff prints it)",
-                highlight=False,
-            )
-        except OSError as exc:
-            console.print(f"[yellow]could not write {diff_path}: {exc}[/]", highlight=False)
+        for backend in sorted({o.backend for o in changed}):
+            diff_path = Path(args.report_dir) / f"update-{backend}.diff"
+            text = "".join(_diff_of(o) for o in changed if o.backend == backend)
+            try:
+                write_text_atomic(diff_path, text)
+                console.print(
+                    f"full diff ({backend}): {_rel(diff_path)} ({text.count(chr(10))} lines; --diff prints it)",
+                    highlight=False,
+                )
+            except OSError as exc:
+                console.print(f"[yellow]could not write {diff_path}: {exc}[/]", highlight=False)
     if args.diff and diff_text:
         console.print(Syntax(diff_text, "diff", theme="ansi_dark", word_wrap=True))
     not_refreshed = _not_refreshed(args.golden_dir, changed, backend_skip_reason)
@@ -944,6 +947,10 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
         highlight=False,
     )
     return 1 if errors or unused else 0
+
+
+def _diff_of(outcome: Outcome) -> str:
+    return outcome.diff if not outcome.diff or outcome.diff.endswith("\n") else outcome.diff + "\n"
 
 
 def _combined_review(console: Console, report_dir: Path, tree: str) -> None:

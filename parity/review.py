@@ -13,7 +13,7 @@ groups the changed leaves by their first two named path components (``losses``,
 - keys that appeared or disappeared.
 
 The fingerprint's must-match fields that changed (a framework upgrade) come first. The unified
-diff of the text stays available (``parity/reports/update.diff``, or ``--diff``).
+diff of the text stays available (``parity/reports/update-<backend>.diff``, or ``--diff``).
 """
 
 from __future__ import annotations

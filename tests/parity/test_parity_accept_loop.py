@@ -88,7 +88,7 @@ def test_update_failed_regenerates_exactly_the_failed_goldens_with_a_review(cli,
     # Floats: old -> new with |diff| and ULP in their dtype; hashed tensors: which moved, by how much.
     assert "1 float(s) changed, max |diff| 1, 2251799813685248 ULP f64: [0] 2.0 -> 3.0" in out
     assert "state.model: 1 large tensor(s) moved, most big: sum 71357.14 -> 71357.86" in out
-    assert "2 golden(s) written" in out and (tmp_path / "r" / "update.diff").exists()
+    assert "2 golden(s) written" in out and (tmp_path / "r" / "update-torch.diff").exists()
     product.STATE.update(eps=1e-8)
     assert cli.run()[0] == 0
 

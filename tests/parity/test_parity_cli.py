@@ -106,7 +106,7 @@ def test_update_prints_diffs_then_run_passes_and_unused_goldens_fail(cli, tmp_pa
     # A review, summary first; the unified diff goes to the report dir (the terminal with --diff).
     assert code == 0 and "updated torch param_groups.groups" in out and "[0].eps 1e-07 -> " in out, out
     assert f'-        "hex": "{(1e-7).hex()}",' not in out
-    assert f'-        "hex": "{(1e-7).hex()}",' in (tmp_path / "reports" / "update.diff").read_text()
+    assert f'-        "hex": "{(1e-7).hex()}",' in (tmp_path / "reports" / "update-torch.diff").read_text()
     code, out = cli(*update)
     assert code == 0 and "0 golden(s) written" in out and "1 unchanged" in out
     code, out = cli(
