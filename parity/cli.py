@@ -1207,6 +1207,7 @@ def _report(args: argparse.Namespace, console: Console) -> int:
             ("mismatches", summary.get("mismatch_count")),
             ("max |diff|", summary.get("max_abs_diff")),
             ("max ULP", summary.get("max_ulp")),
+            ("max rel diff (sign changed or infinite)", summary.get("max_rel_diff")),
             ("hypothesis blob", (data.get("hypothesis") or {}).get("blob")),
             ("localisation", (data.get("localisation") or {}).get("line")),
             ("reproduce", data.get("reproduce")),

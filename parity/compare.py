@@ -26,8 +26,11 @@ from parity.ulp import (
     float_hex,
     float_values,
     is_float_dtype,
+    meaningful_ulp_floats,
+    relative_difference,
+    relative_difference_floats,
     ulp_distance_bits,
-    ulp_distance_floats,
+    ulp_meaningful,
 )
 
 __all__ = ["Difference", "compare", "format_path", "STRUCTURE", "LAYOUT", "VALUES"]
@@ -51,7 +54,8 @@ class Difference:
     count: int = 1  # differing elements under this path
     nan_count: int = 0  # of which NaN on at least one side (no |diff| / ULP for those)
     max_abs_diff: float | None = None
-    max_ulp: int | None = None
+    max_ulp: int | None = None  # over finite same-sign pairs only (elsewhere a ULP count is noise)
+    max_rel_diff: float | None = None  # over the other non-NaN pairs: a sign change or an infinity
     expected: str | None = None  # first differing expected value, hex for floats
     actual: str | None = None
     hash_only: bool = False  # a tensor known by its hash alone: ``count`` elements are unknown
@@ -60,6 +64,8 @@ class Difference:
         out = asdict(self)
         if self.max_abs_diff is not None:
             out["max_abs_diff"] = repr(self.max_abs_diff)  # inf/nan are not JSON
+        if self.max_rel_diff is not None:
+            out["max_rel_diff"] = repr(self.max_rel_diff)
         out["phase"] = PHASE_NAMES[self.phase]
         return out
 
@@ -180,6 +186,7 @@ def _float_difference(e: FloatLeaf, a: FloatLeaf, path: str) -> Difference:
             actual=a.dtype,
         )
     dtype = f" ({e.dtype})" if e.dtype != "float64" else ""
+    ulp = meaningful_ulp_floats(ev, av, e.dtype)
     return Difference(
         VALUES,
         "value",
@@ -187,7 +194,8 @@ def _float_difference(e: FloatLeaf, a: FloatLeaf, path: str) -> Difference:
         f"float{dtype} changed: expected {e.repr} ({e.hex}), got {a.repr} ({a.hex})",
         nan_count=int(nan),
         max_abs_diff=None if nan else abs(ev - av),
-        max_ulp=ulp_distance_floats(ev, av, e.dtype),
+        max_ulp=ulp,
+        max_rel_diff=None if nan or ulp is not None else relative_difference_floats(ev, av),
         expected=e.hex,
         actual=a.hex,
     )
@@ -256,6 +264,7 @@ def _scan_bits(eb: np.ndarray, ab: np.ndarray, dtype: str, path: str) -> Differe
     first: int | None = None
     max_abs: float | None = None
     max_ulp: int | None = None
+    max_rel: float | None = None
     for start in range(0, eb.size, CHUNK):
         x, y = eb[start : start + CHUNK], ab[start : start + CHUNK]
         idx = np.flatnonzero(x != y)
@@ -273,9 +282,15 @@ def _scan_bits(eb: np.ndarray, ab: np.ndarray, dtype: str, path: str) -> Differe
             if ok.any():
                 with np.errstate(invalid="ignore", over="ignore"):
                     chunk_abs = float(np.max(np.abs(xv[ok] - yv[ok])))
-                chunk_ulp = int(ulp_distance_bits(xb[ok], yb[ok], dtype).max())
                 max_abs = chunk_abs if max_abs is None else max(max_abs, chunk_abs)
-                max_ulp = chunk_ulp if max_ulp is None else max(max_ulp, chunk_ulp)
+                steps = ok & ulp_meaningful(xv, yv)
+                if steps.any():
+                    chunk_ulp = int(ulp_distance_bits(xb[steps], yb[steps], dtype).max())
+                    max_ulp = chunk_ulp if max_ulp is None else max(max_ulp, chunk_ulp)
+                jumps = ok & ~steps
+                if jumps.any():
+                    chunk_rel = float(np.max(relative_difference(xv[jumps], yv[jumps])))
+                    max_rel = chunk_rel if max_rel is None else max(max_rel, chunk_rel)
         else:
             chunk_abs = float(np.max(np.abs(xb.astype(np.float64) - yb.astype(np.float64))))
             max_abs = chunk_abs if max_abs is None else max(max_abs, chunk_abs)
@@ -299,6 +314,7 @@ def _scan_bits(eb: np.ndarray, ab: np.ndarray, dtype: str, path: str) -> Differe
         nan_count=nan_count,
         max_abs_diff=max_abs,
         max_ulp=max_ulp,
+        max_rel_diff=max_rel,
         expected=_element_text(e_first, dtype, width),
         actual=_element_text(a_first, dtype, width),
     )

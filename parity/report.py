@@ -91,6 +91,10 @@ class ParityReport:
     def max_ulp(self) -> int | None:
         return max_ulp(self.differences)
 
+    @property
+    def max_rel_diff(self) -> float | None:
+        return max_rel_diff(self.differences)
+
     def summary(self) -> dict[str, Any]:
         first = self.first
         return {
@@ -103,6 +107,7 @@ class ParityReport:
             "hash_only_tensors": self.hash_only_tensors,
             "max_abs_diff": None if self.max_abs_diff is None else repr(self.max_abs_diff),
             "max_ulp": self.max_ulp,
+            "max_rel_diff": None if self.max_rel_diff is None else repr(self.max_rel_diff),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +182,22 @@ def max_ulp(differences: list[Difference]) -> int | None:
     return max(values) if values else None
 
 
+def max_rel_diff(differences: list[Difference]) -> float | None:
+    """Largest relative difference where a ULP count means nothing (a sign change, an infinity)."""
+    values = [d.max_rel_diff for d in differences if d.max_rel_diff is not None]
+    return max(values) if values else None
+
+
+def spread_text(differences: list[Difference]) -> str:
+    """``max |diff|: ...   max ULP: ...`` and, where signs changed or values went infinite,
+    ``max rel diff: ...`` for those elements (a ULP count across zero or to infinity is noise)."""
+    largest, ulp, rel = max_abs_diff(differences), max_ulp(differences), max_rel_diff(differences)
+    text = f"max |diff|: {'n/a' if largest is None else repr(largest)}   max ULP: {'n/a' if ulp is None else ulp}"
+    if rel is not None:
+        text += f"   max rel diff: {rel:.3g} (sign changed or infinite: no ULP count)"
+    return text
+
+
 def difference_lines(
     differences: list[Difference], sides: tuple[str, str] | None = None, *, more: str = " in the JSON report"
 ) -> list[str]:
@@ -196,12 +217,8 @@ def difference_lines(
         expected_side, actual_side = (f" ({sides[0]})", f" ({sides[1]})") if sides else ("", "")
         lines.append(f"    expected{expected_side}: {first.expected}")
         lines.append(f"    actual  {actual_side}: {first.actual}")
-    largest = max_abs_diff(differences)
-    ulp = max_ulp(differences)
-    max_abs = "n/a" if largest is None else repr(largest)
-    max_ulp_text = "n/a" if ulp is None else str(ulp)
     lines.append(
-        f"  mismatches: {mismatch_text(differences)}   max |diff|: {max_abs}   max ULP: {max_ulp_text}"
+        f"  mismatches: {mismatch_text(differences)}   {spread_text(differences)}"
         "   (ULP(+0.0, -0.0) = 0: equal numbers, different bits)"
     )
     lines.append(f"  differences ({len(differences)}):")

@@ -5,8 +5,10 @@ groups the changed leaves by their first two named path components (``losses``,
 ``state.optimizer``, ``[0].eps`` ...). Each group is one line:
 
 - floats: how many of the group's values changed, max |diff| and max ULP in the dtype each was
-  computed in;
-- inline tensors: elements changed of all, max |diff| and max ULP at the tensor's dtype;
+  computed in (ULP only between finite values of the same sign; where a value changed sign or
+  went infinite, the relative difference instead);
+- inline tensors: elements changed of all, max |diff| and max ULP at the tensor's dtype (the
+  same rule);
 - hashed tensors (large: only the hash is exact): how many moved, and for the one whose ``stats``
   moved most its sum / min / max, old -> new;
 - other values (ints, strings, config values): old -> new for the first ones;
@@ -28,7 +30,15 @@ from typing import Any
 import numpy as np
 
 from parity.canonical import MARK
-from parity.ulp import FLOAT_WIDTH, float_values, ulp_distance_bits, ulp_distance_floats
+from parity.ulp import (
+    FLOAT_WIDTH,
+    float_values,
+    meaningful_ulp_floats,
+    relative_difference,
+    relative_difference_floats,
+    ulp_distance_bits,
+    ulp_meaningful,
+)
 
 __all__ = ["review", "MAX_GROUPS", "combined_summary", "write_update_summary"]
 
@@ -39,8 +49,10 @@ _INT_VIEW = {"float16": np.int16, "bfloat16": np.int16, "float32": np.int32, "fl
 @dataclass
 class _Group:
     total: int = 0
-    floats: list[tuple[float, int | None, str]] = field(default_factory=list)  # |diff|, ulp, dtype
-    elements: list[tuple[int, int, float, int | None, str]] = field(default_factory=list)
+    # |diff|, ULP (same sign, finite) or None, relative difference (otherwise) or None, dtype
+    floats: list[tuple[float, int | None, float | None, str]] = field(default_factory=list)
+    # changed, all, max |diff|, max ULP, max relative difference, dtype
+    elements: list[tuple[int, int, float, int | None, float | None, str]] = field(default_factory=list)
     hashed: list[tuple[str, dict, dict, float]] = field(default_factory=list)  # path, old, new, |dsum|
     values: list[tuple[str, Any, Any]] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
@@ -162,7 +174,13 @@ def _leaf_diff(old: Any, new: Any, path: tuple, group: _Group) -> None:
             a, b = _float(old["hex"]), _float(new["hex"])
             dtype = new.get("dtype", "float64")
             diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
-            group.floats.append((diff, ulp_distance_floats(a, b, dtype), dtype))
+            ulp = meaningful_ulp_floats(a, b, dtype)
+            rel = (
+                None
+                if ulp is not None or math.isnan(a) or math.isnan(b)
+                else relative_difference_floats(a, b)
+            )
+            group.floats.append((diff, ulp, rel, dtype))
             group.values.append((_text(path), repr(a), repr(b)))
         return
     if kind_old == kind_new == "tensor":
@@ -194,13 +212,17 @@ def _tensor_diff(old: dict, new: dict, path: tuple, group: _Group) -> None:
             with np.errstate(invalid="ignore"):
                 diffs = np.abs(va - vb)
             max_diff = float(np.nanmax(diffs)) if diffs.size and not np.all(np.isnan(diffs)) else math.nan
+            steps = ulp_meaningful(va, vb)
             ulps = ulp_distance_bits(
-                a[differ].astype(_INT_VIEW[dtype]), b[differ].astype(_INT_VIEW[dtype]), dtype
+                a[differ][steps].astype(_INT_VIEW[dtype]), b[differ][steps].astype(_INT_VIEW[dtype]), dtype
             )
-            max_ulp = int(ulps.max()) if ulps.size else 0
+            max_ulp = int(ulps.max()) if ulps.size else None
+            jumps = ~steps & ~(np.isnan(va) | np.isnan(vb))
+            max_rel = float(relative_difference(va[jumps], vb[jumps]).max()) if jumps.any() else None
         else:
             max_diff, max_ulp = float(np.abs(a[differ] - b[differ]).max()) if count else 0.0, None
-        group.elements.append((count, int(a.size), max_diff, max_ulp, dtype))
+            max_rel = None
+        group.elements.append((count, int(a.size), max_diff, max_ulp, max_rel, dtype))
         return
     so, sn = old.get("stats") or {}, new.get("stats") or {}
     dsum = abs(_num(sn.get("sum")) - _num(so.get("sum"))) if "sum" in so and "sum" in sn else math.nan
@@ -236,8 +258,13 @@ def _g(x: float) -> str:
 _SHORT_DTYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
 
 
-def _ulp_text(ulps: list[int], dtype: str) -> str:
-    return f", {max(ulps)} ULP {_SHORT_DTYPE.get(dtype, dtype)}" if ulps else ""
+def _ulp_text(ulps: list[int], rels: list[float], dtype: str) -> str:
+    """``, N ULP f32`` over same-sign finite pairs; ``, rel diff R where the sign changed or a value
+    is infinite`` for the others (a ULP count across zero is noise)."""
+    text = f", {max(ulps)} ULP {_SHORT_DTYPE.get(dtype, dtype)}" if ulps else ""
+    if rels:
+        text += f", rel diff {_g(max(rels))} where the sign changed or a value is infinite"
+    return text
 
 
 def _describe(group: _Group) -> str:
@@ -245,7 +272,9 @@ def _describe(group: _Group) -> str:
     if group.floats:
         diffs = [f[0] for f in group.floats]
         ulps = [f[1] for f in group.floats if f[1] is not None]
-        text = f"{len(group.floats)} float(s) changed, max |diff| {_g(max(diffs))}{_ulp_text(ulps, group.floats[0][2])}"
+        rels = [f[2] for f in group.floats if f[2] is not None]
+        spread = _ulp_text(ulps, rels, group.floats[0][3])
+        text = f"{len(group.floats)} float(s) changed, max |diff| {_g(max(diffs))}{spread}"
         if len(group.floats) <= 2:
             text += ": " + "; ".join(f"{_short_path(p)} {a} -> {b}" for p, a, b in group.values[:2])
         parts.append(text)
@@ -254,10 +283,11 @@ def _describe(group: _Group) -> str:
         numel = sum(e[1] for e in group.elements)
         diffs = [e[2] for e in group.elements if not math.isnan(e[2])]
         ulps = [e[3] for e in group.elements if e[3] is not None]
+        rels = [e[4] for e in group.elements if e[4] is not None]
         text = f"{len(group.elements)} small tensor(s): {count}/{numel} elements"
         if diffs:
             text += f", max |diff| {_g(max(diffs))}"
-        parts.append(text + _ulp_text(ulps, group.elements[0][4]))
+        parts.append(text + _ulp_text(ulps, rels, group.elements[0][5]))
     if group.hashed:
         worst = max(group.hashed, key=lambda h: -1.0 if math.isnan(h[3]) else h[3])
         text = f"{len(group.hashed)} large tensor(s) moved"

@@ -10,6 +10,12 @@ is **0**, although the comparator still counts them as a *bit mismatch*. A dista
 mismatch therefore means "numerically equal, bitwise different" (signed zero). NaN has no
 distance: elements where either side is NaN are excluded from ULP and ``|diff|`` statistics and
 counted separately as NaN mismatches.
+
+A ULP count means something only between two finite values of the same sign: across zero it
+counts every float in between (1.0 to -1.0 is about 2**63 steps in float64) and to an infinity
+every float up to the largest. Such pairs get a relative difference instead
+(:func:`ulp_meaningful`, :func:`relative_difference`), so that a report never prints a ULP figure
+that is noise.
 """
 
 from __future__ import annotations
@@ -85,6 +91,36 @@ def ulp_distance_floats(a: float, b: float, dtype: str = "float64") -> int | Non
         return int(ulp_distance_bits(bits[:1], bits[1:], dtype)[0])
     keys = ordered_keys(np.array([float_bits(a), float_bits(b)], dtype=np.int64), 8)
     return int(ulp_distance_keys(keys[:1], keys[1:])[0])
+
+
+def ulp_meaningful(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where a ULP distance says something: both values finite and of the same sign (a zero, of
+    either sign, goes with both: a few steps from it are a few ULP)."""
+    same_side = (np.signbit(a) == np.signbit(b)) | (a == 0) | (b == 0)
+    return np.isfinite(a) & np.isfinite(b) & same_side
+
+
+def relative_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|a - b| / max(|a|, |b|)`` element-wise (2.0 for ``x`` against ``-x``); ``inf`` where a side
+    is infinite and the two differ; NaN where either is NaN."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        scale = np.maximum(np.abs(a), np.abs(b))
+        rel = np.abs(a - b) / scale
+    infinite = (np.isinf(a) | np.isinf(b)) & (a != b) & ~(np.isnan(a) | np.isnan(b))
+    rel = np.where(infinite, np.inf, rel)
+    return np.where(scale == 0, 0.0, rel)
+
+
+def meaningful_ulp_floats(a: float, b: float, dtype: str = "float64") -> int | None:
+    """:func:`ulp_distance_floats` where it means something (same sign, finite), else ``None``."""
+    if not bool(ulp_meaningful(np.float64(a), np.float64(b))):
+        return None
+    return ulp_distance_floats(a, b, dtype)
+
+
+def relative_difference_floats(a: float, b: float) -> float:
+    """:func:`relative_difference` of two Python floats."""
+    return float(relative_difference(np.float64(a), np.float64(b)))
 
 
 def representable(value: float, dtype: str) -> bool:

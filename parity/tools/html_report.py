@@ -536,6 +536,7 @@ def _first_difference(data: Mapping[str, Any]) -> str:
         ("mismatches", summary.get("mismatch_count")),
         ("max |diff|", summary.get("max_abs_diff")),
         ("max ULP", summary.get("max_ulp")),
+        ("max rel diff (sign changed or infinite)", summary.get("max_rel_diff")),
     ]
     out = ["<table>"]
     out += [f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows if v is not None]
