@@ -27,7 +27,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -910,7 +910,14 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
                 console.print(f"[yellow]could not write {diff_path}: {exc}[/]", highlight=False)
     if args.diff and diff_text:
         console.print(Syntax(diff_text, "diff", theme="ansi_dark", word_wrap=True))
-    not_refreshed = _not_refreshed(args.golden_dir, changed, backend_skip_reason)
+    tree = run_state.tree_fingerprint()
+
+    def current(backend: str) -> set[str]:
+        if args.report_dir is None:
+            return set()
+        return run_state.current_goldens(args.report_dir, tree, backend)
+
+    not_refreshed = _not_refreshed(args.golden_dir, changed, backend_skip_reason, current)
     for line in not_refreshed:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     unused = engine.unused_goldens()
@@ -920,7 +927,6 @@ def _update(args: argparse.Namespace, console: Console, registry: Registry, case
             console.print(f"[yellow]deleted unused golden[/] {path} ({why})")
         unused = []
     _print_unused(console, unused)
-    tree = run_state.tree_fingerprint()
     if args.report_dir is not None:
         refreshed = [
             (o.case.id, o.backend) for o in outcomes if o.status in ("created", "updated", "unchanged")
@@ -992,20 +998,26 @@ def _read_or_empty(engine: Engine, case: Case, backend: str) -> str:
         return ""
 
 
-def _not_refreshed(root: Path, changed: list[Outcome], skip_reason: Any) -> list[str]:
-    """Goldens of backends this environment cannot run, for the cases whose golden just changed."""
+def _not_refreshed(
+    root: Path, changed: list[Outcome], skip_reason: Any, current: Callable[[str], set[str]]
+) -> list[str]:
+    """Goldens of backends this environment cannot run, for the cases whose golden just changed,
+    less those ``current(backend)`` knows are current on this tree (that backend's own update or a
+    passing run wrote or checked them here): a warning names only goldens that may be stale."""
     cannot = sorted({b for o in changed for b in o.case.backends if skip_reason(b) is not None})
     out: list[str] = []
     for backend in cannot:
+        known = current(backend)
         paths = []
         for outcome in changed:
-            if backend in outcome.case.backends:
+            if backend in outcome.case.backends and outcome.case.id not in known:
                 paths += sorted(Path(root).glob(f"{backend}/*/{outcome.case.id}.json"))
         if not paths:
             continue
         out.append(
             f"not refreshed here ({backend} cannot run in this environment): {len(paths)} {backend} golden(s) "
-            f'of the same cases; refresh them with: nox -s "parity_update({backend})"'
+            f"of the same cases with no pass or update on this tree; refresh them with: "
+            f'nox -s "parity_update({backend})"'
         )
         out += [f"  {_rel(p)}" for p in paths]
     return out

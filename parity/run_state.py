@@ -434,6 +434,23 @@ def failed_goldens(
     return out
 
 
+def current_goldens(report_dir: Path, tree: str, backend: str) -> set[str]:
+    """Cases whose ``backend`` golden is known current on this tree: its latest result here is a
+    pass or a refresh (an update of that backend, e.g. its own nox session, wrote or confirmed it).
+    Empty when nothing is recorded or the state cannot be read: then nothing is known current."""
+    try:
+        entry = _read_state(state_path(Path(report_dir), backend))["trees"].get(tree)
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(entry, dict):
+        return set()
+    return {
+        case_id
+        for case_id, result in entry.get("results", {}).items()
+        if isinstance(result, dict) and result.get("status") in ("pass", "refreshed")
+    }
+
+
 def update_status(report_dir: Path, tree: str, backends: Sequence[str] = ()) -> dict[str, str | None]:
     """Per backend with a record on this tree (and each of ``backends``): ``None`` when an update
     ran on it after its last run (its ``update-<backend>.json`` review is of that run), else one line

@@ -212,11 +212,34 @@ def test_update_lists_the_goldens_of_a_backend_it_cannot_run(cli, tmp_path, monk
 
     product.STATE.update(scale=3.0)
     changed = [o for o in _updated(cli) if o.status == "updated"]
-    lines = cli_module._not_refreshed(
-        tmp_path / "golden", changed, lambda backend: "not installed" if backend == "mindspore" else None
-    )
+
+    def cannot(backend):
+        return "not installed" if backend == "mindspore" else None
+
+    lines = cli_module._not_refreshed(tmp_path / "golden", changed, cannot, lambda backend: set())
     assert lines[0].startswith("not refreshed here (mindspore cannot run in this environment): 1 mindspore")
     assert 'nox -s "parity_update(mindspore)"' in lines[0] and lines[1].strip().endswith("losses.curve.json")
+    # A golden that backend's own update (or a passing run) refreshed on this tree is not named.
+    current = {"mindspore": {"losses.curve"}}
+    assert cli_module._not_refreshed(tmp_path / "golden", changed, cannot, current.__getitem__) == []
+
+
+def test_goldens_current_on_this_tree_are_those_passed_or_refreshed_there(tmp_path):
+    from parity import run_state
+
+    reports = tmp_path / "r"
+    reports.mkdir()
+    assert run_state.current_goldens(reports, "tree-1", "mindspore") == set()  # nothing recorded
+    run_id = run_state.mark_started(reports, ["run"], "tree-1", ["mindspore"])
+    rows = [
+        {"case_id": "a", "tier": "B", "backend": "mindspore", "status": "pass"},
+        {"case_id": "b", "tier": "B", "backend": "mindspore", "status": "fail"},
+    ]
+    run_state.mark_finished(reports, run_id, "tree-1", ["mindspore"], rows)
+    assert run_state.current_goldens(reports, "tree-1", "mindspore") == {"a"}
+    run_state.record_update(reports, "tree-1", [("b", "mindspore")], ["mindspore"])
+    assert run_state.current_goldens(reports, "tree-1", "mindspore") == {"a", "b"}
+    assert run_state.current_goldens(reports, "tree-2", "mindspore") == set()  # another tree: unknown
 
 
 def _updated(cli):
