@@ -139,6 +139,54 @@ MEASURED: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+# The goldens the bounds describe, as they were when ``MEASURED`` was taken: per recipe, the torch
+# golden of the new trainer's curve on the measuring platform and the sha256 of its artifacts
+# (``parity.golden.artifacts_sha256``). When one changes (an eps, a formula, a data change), the
+# recipe's bounds describe runs that no longer exist: the golden lint names them until they are
+# measured again (``python -m parity cross --seed 1 ... --seed 5``, then
+# ``python -m parity.tools.cross_measure``, which prints this table too). Recorded with the bounds
+# of 238619f; these goldens had last changed in 6eb6583, before that measurement.
+MEASURED_ON = "cpu-x86_64-avx2"
+MEASURED_WITH: dict[str, str] = {
+    "dummy": "2769713f4be7a62974a80914b13a410239409be2f703db2499ce9ac706596ef3",
+    "hf_text": "de3ec704b26503e38ca58a207073932036e4a38ad43865625abfecac5906a593",
+    "alpaca": "67b8bd96194564eb9365243117e448d915d745f252187a1e0ac35ca3f4c9d235",
+    "preset": "4463ae69ae654425a04627077d0cd9e1ca64263a4578c4f0aee3448fe2c3af24",
+}
+
+
+def bound_golden(recipe: str, key: str = MEASURED_ON) -> str:
+    """The golden (relative to the golden root) whose artifacts a recipe's bounds were measured with."""
+    return f"torch/{key}/train_curve.hyper_trainer_curve-recipe={recipe}.json"
+
+
+def measured_with(root: Path) -> dict[str, str]:
+    """``MEASURED_WITH`` as the goldens under ``root`` are now (recipes whose golden is readable)."""
+    from parity import golden
+
+    out = {}
+    for recipe in CROSS_RECIPES:
+        try:
+            doc = json.loads((Path(root) / bound_golden(recipe)).read_text("utf-8"))
+            out[recipe] = golden.artifacts_sha256(doc)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # missing here (another platform's store) or corrupt: its own check says so
+    return out
+
+
+def stale_bounds(root: Path) -> list[str]:
+    """One line per recipe whose tier C bounds were measured with goldens that have changed since."""
+    now = measured_with(root)
+    return [
+        f"{Path(root) / bound_golden(recipe)}: changed since the tier C bounds of recipe {recipe} were measured with it "
+        f"(parity.cross.MEASURED_WITH): the bounds describe the old runs; measure again with "
+        f"`python -m parity cross --keep DIR --seed 1 --seed 2 --seed 3 --seed 4 --seed 5` and "
+        f"`python -m parity.tools.cross_measure DIR`, and paste MEASURED and MEASURED_WITH"
+        for recipe, digest in MEASURED_WITH.items()
+        if recipe in now and now[recipe] != digest
+    ]
+
+
 _REASONS = {
     "losses": (
         "float64",

@@ -88,6 +88,10 @@ def lint(
             stale = golden.stale_made_with(root, path, doc)
         if stale:
             problems.append(f"{path}: {stale}")
+    if stale_in is None or "mindspore" in stale_in:  # tier C bounds matter where tier C runs
+        from parity.cross import stale_bounds
+
+        problems += stale_bounds(root)
     return problems
 
 

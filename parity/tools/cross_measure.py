@@ -3,8 +3,9 @@
 ``python -m parity.tools.cross_measure SOURCE`` reads either a ``cross.json`` report of
 ``python -m parity cross --seed 1 ... --seed 5`` (its ``largest_by_recipe``) or a ``--keep``
 folder of such a run (``<recipe>/seed_<n>/{legacy,new}``, compared again here, so runs kept from
-separate invocations combine), prints ``parity.cross.MEASURED`` as Python to paste, and names each
-recipe/artifact whose measured difference exceeds the bound the table sets now (exit 1).
+separate invocations combine), prints ``parity.cross.MEASURED`` and ``MEASURED_WITH`` (the goldens the bounds describe, read from
+GOLDEN_ROOT, default the repository's) as Python to paste, and names each recipe/artifact whose
+measured difference exceeds the bound the table sets now (exit 1).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from parity import cross
+from parity import cross, golden
 
 
 def measure_kept(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -47,10 +48,14 @@ def beyond_the_table(found: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m parity.tools.cross_measure CROSS_JSON_OR_KEEP_DIR", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print(
+            "usage: python -m parity.tools.cross_measure CROSS_JSON_OR_KEEP_DIR [GOLDEN_ROOT]",
+            file=sys.stderr,
+        )
         return 2
     source = Path(argv[0])
+    golden_root = Path(argv[1]) if len(argv) == 2 else golden.DEFAULT_ROOT
     if source.is_dir():
         found = measure_kept(source)
     elif source.is_file():
@@ -69,6 +74,8 @@ def main(argv: list[str]) -> int:
         for r, arts in found.items()
     }
     print("MEASURED = " + pprint.pformat(measured, sort_dicts=False, width=100))
+    # The goldens these bounds describe, as they are now (the golden lint compares against them).
+    print("MEASURED_WITH = " + pprint.pformat(cross.measured_with(golden_root), sort_dicts=False, width=100))
     beyond = beyond_the_table(found)
     for line in beyond:
         print(f"beyond the table: {line}")

@@ -213,3 +213,38 @@ def test_cross_measure_reads_a_kept_folder_and_names_what_the_table_would_not_pa
     assert "# dummy: seeds 1, 2" in out and "beyond the table: dummy/losses:" in out
     assert cross_measure.main([str(tmp_path / "nothing")]) == 2
     assert "neither a cross.json report nor a --keep folder" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- the goldens the bounds describe
+def test_the_bounds_describe_the_repositorys_goldens():
+    """``MEASURED_WITH`` is the repository's goldens now: a change to one (an eps, a formula) makes
+    this red until the bounds are measured again (the lint line says how)."""
+    from parity import golden
+
+    assert set(cross.MEASURED_WITH) == set(cross.CROSS_RECIPES)
+    assert cross.stale_bounds(golden.DEFAULT_ROOT) == []
+    assert cross.measured_with(golden.DEFAULT_ROOT) == cross.MEASURED_WITH
+
+
+def test_a_golden_changed_after_the_bounds_were_measured_is_named_by_the_lint(tmp_path):
+    from parity import golden
+    from parity.cases import load_registry
+    from parity.golden_lint import lint
+
+    root = tmp_path / "golden"
+    for recipe in cross.CROSS_RECIPES:
+        target = root / cross.bound_golden(recipe)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(golden.DEFAULT_ROOT / cross.bound_golden(recipe), target)
+    assert cross.stale_bounds(root) == []
+    path = root / cross.bound_golden("dummy")
+    doc = json.loads(path.read_text())
+    doc["artifacts"] = {"moved": doc["artifacts"]}  # any change to the artifacts: an eps, a formula
+    path.write_text(json.dumps(doc))
+    (line,) = cross.stale_bounds(root)
+    assert line.startswith(f"{path}: changed since the tier C bounds of recipe dummy were measured")
+    assert "python -m parity.tools.cross_measure" in line
+    registry = load_registry("parity.suites:REGISTRY")
+    assert line in lint(root, registry, include_unused=False, stale_backends={"torch", "mindspore"})
+    # Where tier C cannot run (no MindSpore), its bounds are not this run's business.
+    assert line not in lint(root, registry, include_unused=False, stale_backends={"torch"})
