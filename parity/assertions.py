@@ -71,6 +71,7 @@ def assert_bitwise_equal(
     unwrapped.) ``root`` names the artifact in the paths of the message. Structure, dtype, shape
     and every bit count: +0.0 and -0.0 differ, and so do NaN payloads.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}; expected one of {', '.join(KINDS)}")
     differences = compare(

@@ -51,6 +51,7 @@ class Difference:
     path: str
     message: str
     index: int | None = None  # first differing flat index (tensors) or list index
+    position: tuple[int, ...] | None = None  # that flat index in the tensor's shape (row-major)
     count: int = 1  # differing elements under this path
     nan_count: int = 0  # of which NaN on at least one side (no |diff| / ULP for those)
     max_abs_diff: float | None = None
@@ -242,7 +243,10 @@ def _tensor_differences(e: TensorLeaf, a: TensorLeaf, path: str) -> list[Differe
                 actual=a.sha256,
             )
         ]
-    return [_scan_bits(eb.reshape(-1), ab.reshape(-1), e.dtype, path)]
+    found = _scan_bits(eb.reshape(-1), ab.reshape(-1), e.dtype, path)
+    if found.index is not None and len(e.shape) > 1:
+        found.position = tuple(int(i) for i in np.unravel_index(found.index, tuple(e.shape)))
+    return [found]
 
 
 def _element_text(bits: int, dtype: str, width: int) -> str:

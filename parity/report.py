@@ -210,7 +210,10 @@ def difference_lines(
         return []
     first = differences[0]
     lines = []
-    where = f"{first.path}" + (f"  (flat index {first.index})" if first.index is not None else "")
+    if first.position is not None:
+        where = f"{first.path}  (index {first.position}, flat {first.index})"
+    else:
+        where = f"{first.path}" + (f"  (flat index {first.index})" if first.index is not None else "")
     lines.append(f"  first difference [{PHASE_NAMES[first.phase]}/{first.kind}]: {where}")
     lines.append(f"    {first.message}")
     if first.expected is not None or first.actual is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -35,7 +37,8 @@ def test_one_bit_float32_change_fails_naming_path_index_hex_and_ulp():
     moved.view(torch.int32)[1, 1] += 1  # the last bit of element 4
     message = _failure(_tree(weight), _tree(moved), "state")
     assert message.splitlines()[0] == "state: expected and actual differ bitwise"
-    assert 'first difference [bits/bits]: state.model["layers.0.weight"]  (flat index 4)' in message
+    # The first difference in the tensor's own shape, as torch.testing says it, and flat.
+    assert 'first difference [bits/bits]: state.model["layers.0.weight"]  (index (1, 1), flat 4)' in message
     assert "1 of 6 elements differ bitwise; first at flat index 4" in message
     expected_hex, actual_hex = (float.hex(float(t.reshape(-1)[4])) for t in (weight, moved))
     assert f"expected: {expected_hex}" in message and f"actual  : {actual_hex}" in message
@@ -86,3 +89,11 @@ def test_kind_kwargs_reach_the_kind_function():
     assert_bitwise_equal([one], [one], "losses", kind="losses", dtype="float32")
     message = _failure([one], [next_f32], "losses", kind="losses", dtype="float32")
     assert "losses[0]" in message and "float (float32) changed" in message and "max ULP: 1 " in message
+
+
+def test_the_assertion_hides_its_own_frame_from_pytest():
+    """A failing ``assert_bitwise_equal`` points at the caller's line (``__tracebackhide__``)."""
+    with pytest.raises(AssertionError) as info:
+        assert_bitwise_equal({"x": 1.0}, {"x": 2.0})
+    shown = [Path(str(entry.path)).name for entry in info.traceback.filter(info)]
+    assert shown == [Path(__file__).name], shown
