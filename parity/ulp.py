@@ -113,14 +113,14 @@ def relative_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def meaningful_ulp_floats(a: float, b: float, dtype: str = "float64") -> int | None:
     """:func:`ulp_distance_floats` where it means something (same sign, finite), else ``None``."""
-    if not bool(ulp_meaningful(np.float64(a), np.float64(b))):
+    if not bool(ulp_meaningful(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))):
         return None
     return ulp_distance_floats(a, b, dtype)
 
 
 def relative_difference_floats(a: float, b: float) -> float:
     """:func:`relative_difference` of two Python floats."""
-    return float(relative_difference(np.float64(a), np.float64(b)))
+    return float(relative_difference(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)))
 
 
 def representable(value: float, dtype: str) -> bool:
