@@ -4,7 +4,7 @@ Legacy: steps 5-8 (``LLMTrainer`` transform, dataset, collate, then ``BaseTraine
 on a bare trainer. New: ``BaseDataLoader.Config(...).build(...)``. Both sides get the same,
 already loaded tokenizer (loading it is the tokenizer component's cost, not this one's).
 
-Run: ``python -m pytest benchmarks/bench_component_dataloader.py -p no:xdist --benchmark-only -q``.
+Run: ``python -m pytest benchmarks/bench_component_dataloader.py -n 0 --benchmark-only -q``.
 Target: the component builds no slower than 1.1x the legacy builder.
 """
 

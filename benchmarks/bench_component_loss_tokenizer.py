@@ -10,7 +10,7 @@
   log-softmax in backward, trading time for memory) and is not held to the target;
 - ``loss_build``: ``CrossEntropyLoss.Config().build()`` alone, for reference.
 
-Run: ``python -m pytest benchmarks/bench_component_loss_tokenizer.py -p no:xdist --benchmark-only -q``.
+Run: ``python -m pytest benchmarks/bench_component_loss_tokenizer.py -n 0 --benchmark-only -q``.
 Target: the component no slower than 1.1x the legacy path.
 """
 

@@ -10,7 +10,7 @@
 - ``metrics_step``: one step's record and console line, ``on_step_begin`` + ``on_step_end`` vs
   ``start_step()`` + ``log(...)`` (log_steps=1, so the line is formatted every time).
 
-Run: ``python -m pytest benchmarks/bench_component_metrics.py -p no:xdist --benchmark-only -q``.
+Run: ``python -m pytest benchmarks/bench_component_metrics.py -n 0 --benchmark-only -q``.
 Target: the component no slower than 1.1x the legacy callbacks.
 """
 

@@ -10,7 +10,7 @@
 
 Each group also times the component constructor alone (no ``Config.build`` copy/kwarg check).
 
-Run: ``python -m pytest benchmarks/bench_component_optim.py -p no:xdist --benchmark-only -q``.
+Run: ``python -m pytest benchmarks/bench_component_optim.py -n 0 --benchmark-only -q``.
 Target: the component no slower than 1.1x the legacy builder.
 """
 
