@@ -13,11 +13,34 @@ __all__ = [
     "FLAVORS",
     "LAYER_TYPES",
     "LINEAR_ATTENTION_NOT_IMPLEMENTED",
+    "MAX_HIDDEN_LAYERS",
     "UNIVERSAL_MODEL_FIELDS",
     "Qwen3_5Config",
     "config_from_args",
     "on_mindspore",
 ]
+
+
+# The fields that size the model: each must be a positive int.
+_SIZE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "max_position_embeddings",
+    "full_attention_interval",
+    "linear_num_value_heads",
+    "linear_num_key_heads",
+    "linear_value_head_dim",
+    "linear_key_head_dim",
+    "linear_conv_kernel_dim",
+)
+# Far above the layer counts of released decoders (about a hundred at most); below it the per-layer
+# list that __post_init__ builds is small, above it a typo (an extra digit or ten) would fill memory.
+MAX_HIDDEN_LAYERS = 4096
 
 
 @dataclass
@@ -77,6 +100,7 @@ class Qwen3_5Config:
         return build_from_config(self)
 
     def __post_init__(self) -> None:
+        self._check_sizes()  # before anything is built per layer: 10**12 layers would fill memory
         if self.layer_types is None:
             self.layer_types = [
                 "full_attention" if (i + 1) % self.full_attention_interval == 0 else "linear_attention"
@@ -85,6 +109,17 @@ class Qwen3_5Config:
         self.layer_types = list(self.layer_types)
         self.mrope_section = list(self.mrope_section)
         self._validate()
+
+    def _check_sizes(self) -> None:
+        """Every size is a positive int, and the layer count is one a model can have."""
+        for name in _SIZE_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"model.{name}={value!r}; expected a positive integer")
+        if self.num_hidden_layers > MAX_HIDDEN_LAYERS:
+            raise ValueError(
+                f"model.num_hidden_layers={self.num_hidden_layers}; expected at most {MAX_HIDDEN_LAYERS}"
+            )
 
     def _validate(self) -> None:
         layer_types = cast(list[str], self.layer_types)  # a list once __post_init__ has run

@@ -83,6 +83,12 @@ def test_debug_flavor_is_all_full_attention():
         ({"num_key_value_heads": 0}, "num_key_value_heads"),
         ({"head_dim": 36, "partial_rotary_factor": 0.25}, "must be even"),  # R = 9
         ({"mrope_section": [11, 11, 11]}, "mrope_section"),
+        # Sizes are checked before anything is built per layer: 10**14 layers once filled 23 GB.
+        ({"num_hidden_layers": 189899027373166}, "num_hidden_layers=189899027373166; expected at most"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers=0; expected a positive integer"),
+        ({"full_attention_interval": 0}, "full_attention_interval=0; expected a positive integer"),
+        ({"hidden_size": -1}, "hidden_size=-1"),
+        ({"vocab_size": 2.5}, "vocab_size=2.5"),
     ],
 )
 def test_config_validation_names_the_field(kwargs, field):
