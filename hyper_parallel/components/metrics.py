@@ -167,15 +167,16 @@ class MetricsProcessor(Configurable):
         self.config = config
         self._platform = get_platform()
         self.log_steps = _positive_int(config.log_steps, "log_steps")
+        self._wandb_dir: str | None = None  # where the W&B run files go, read when enabled
         if config.tensorboard.enabled:
             _positive_int(config.tensorboard.log_steps, "tensorboard.log_steps")
             check_writable_dir(config.tensorboard.output_dir, "metrics.tensorboard.output_dir")
         if config.wandb.enabled:
             _positive_int(config.wandb.log_steps, "wandb.log_steps")
-            # W&B writes its run files under WANDB_DIR (default: the working folder).
-            check_writable_dir(
-                os.environ.get("WANDB_DIR") or os.getcwd(), "WANDB_DIR (metrics.wandb.enabled)"
-            )
+            # W&B writes its run files under WANDB_DIR (default: the working folder), as read now: it
+            # is given to wandb.init, whose own settings keep the first run's folder in a process.
+            self._wandb_dir = os.environ.get("WANDB_DIR") or os.getcwd()
+            check_writable_dir(self._wandb_dir, "WANDB_DIR (metrics.wandb.enabled)")
 
         training = getattr(getattr(trainer, "config", None), "training", None)
         self.world_size = world_size or self._trainer_world_size(trainer) or self._platform.get_world_size()
@@ -232,7 +233,9 @@ class MetricsProcessor(Configurable):
         if run_config is None:
             trainer_config = getattr(trainer, "config", None)
             run_config = _as_plain(trainer_config if trainer_config is not None else self.config)
-        self._wandb_run = wandb.init(project=wb.project, name=wb.run_name, config=_as_plain(run_config))
+        self._wandb_run = wandb.init(
+            project=wb.project, name=wb.run_name, config=_as_plain(run_config), dir=self._wandb_dir
+        )
 
     def _sink_due(self, step: int, sink: TensorBoardConfig | WandbConfig) -> bool:
         return sink.enabled and self.rank == 0 and step % sink.log_steps == 0

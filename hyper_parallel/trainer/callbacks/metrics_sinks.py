@@ -123,6 +123,7 @@ class WandbCallback(_MetricSink):
         self.run_name = getattr(self.cfg, "run_name", None)
         self.run: Any = None
         self._wandb: ModuleType | None = None  # imported only when enabled
+        self.wandb_dir: str | None = None  # where the run files go, read when enabled
         if self.enabled:
             try:
                 import wandb
@@ -132,14 +133,19 @@ class WandbCallback(_MetricSink):
                     "install wandb or set train.wandb.enabled: false"
                 ) from exc
             self._wandb = wandb
-            # W&B writes its run files under WANDB_DIR (default: the working folder).
-            check_writable_dir(os.environ.get("WANDB_DIR") or os.getcwd(), "WANDB_DIR (train.wandb.enabled)")
+            # W&B writes its run files under WANDB_DIR (default: the working folder), as read now: it
+            # is given to wandb.init, whose own settings keep the first run's folder in a process.
+            self.wandb_dir = os.environ.get("WANDB_DIR") or os.getcwd()
+            check_writable_dir(self.wandb_dir, "WANDB_DIR (train.wandb.enabled)")
 
     def on_train_begin(self, state: Any, **kwargs: Any) -> None:
         if self.enabled and _rank() == 0 and self.run is None:
             assert self._wandb is not None, "imported in __init__ when enabled"
             self.run = self._wandb.init(
-                project=self.project, name=self.run_name, config=args_to_dict(self.trainer.args)
+                project=self.project,
+                name=self.run_name,
+                config=args_to_dict(self.trainer.args),
+                dir=self.wandb_dir,
             )
 
     def on_step_end(

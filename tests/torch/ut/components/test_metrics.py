@@ -119,6 +119,26 @@ def test_wandb_offline_run_files_match_legacy(tmp_path, monkeypatch):
     }
 
 
+def test_each_run_writes_under_the_wandb_dir_it_was_built_with(tmp_path, monkeypatch):
+    """wandb's own settings keep the folder of a process's first run; both trainers give each run
+    the WANDB_DIR they checked, so a second run in the process (another case, another side) writes
+    where its environment says, with no teardown between."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    wandb = pytest.importorskip("wandb")
+    setup = cm.Setup(steps=2, log_steps=1, wandb=True, wandb_log_steps=1, run_name="dir-run")
+    wandb.teardown()
+    try:
+        for side, run in (("legacy", cm.run_legacy), ("new", cm.run_new), ("legacy_again", cm.run_legacy)):
+            monkeypatch.setenv("WANDB_DIR", str(tmp_path / side))
+            run(setup)
+            assert glob.glob(str(tmp_path / side / "wandb" / "offline-run-*")), (
+                f"{side}: not under its WANDB_DIR"
+            )
+    finally:
+        wandb.teardown()
+
+
 # --------------------------------------------------------------------------- hypothesis: one step
 def _one_step(side: str, cfg: dict, row: dict):
     """One step through one side with the clock pinned; returns (record, console lines)."""
