@@ -215,7 +215,10 @@ def _check_metrics_records_and_sinks_equal_torch(misc):
     assert (
         ms["wandb_calls"]
         == torch["wandb_calls"]
-        == [["init", ["config", "name", "project"], "p", "r"], ["finish"]]
+        == [
+            ["init", ["config", "dir", "name", "project"], "p", "r"],
+            ["finish"],
+        ]  # dir: the checked WANDB_DIR
     )
     assert ms["wandb_logged"] == torch["wandb_logged"] and [s for s, _ in ms["wandb_logged"]] == [2, 4]
     assert ms["wandb_values"] == torch["wandb_values"]
