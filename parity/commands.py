@@ -1,6 +1,6 @@
 """The commands the harness prints, in the form that runs where the user stands.
 
-Under nox the project's packages live in the session's venv (``.nox/<session>/``), not in the shell
+Under nox the project's packages live in the backend's venv (``.nox/venv-torch/``), not in the shell
 the user types in: ``python -m parity update --failed`` printed by ``nox -s parity`` fails there with
 ``ModuleNotFoundError``. nox sets ``NOX_CURRENT_SESSION`` to the session's name (``parity(torch)``)
 in every command a session runs (``nox/sessions.py``, ``SessionRunner.execute``), so a command
@@ -12,7 +12,7 @@ printed from a session that runs the parity CLI is given as the nox session that
     cross ARGS               ->  nox -s "parity(cross)" -- ARGS
 
 and a verb no session runs (``list``, ``bisect``, ``report``, ``env``) with the session's own
-interpreter (``.nox/parity-torch/bin/python -m parity list``). Anywhere else (the development venv
+interpreter (``.nox/venv-torch/bin/python -m parity list``). Anywhere else (the development venv
 of ``nox -s dev``, CI, a pytest session's fixtures) it is ``python -m parity ARGS``.
 
 :func:`parity` is the one place that chooses; every command the harness prints goes through it.
