@@ -1,4 +1,4 @@
-"""Everything a user can see of a training run, and which parity case compares it (issue 26, item 4).
+"""Everything a user can see of a training run, and which parity case compares it.
 
 ``OUTPUTS`` lists what ``LLMTrainer`` (``scripts/train_lm.py``) and ``HyperTrainer`` (``python -m
 hyper_parallel.train``) hand to a user: the files and folders they write, the values they log or

@@ -5,7 +5,6 @@ HyperTrainer is imported here on purpose: any import of the trainer package then
 or a recipe can ``build()``.
 """
 
-from hyper_parallel.trainer import utils  # noqa: F401  (installs the rank-aware logging helpers first)
 from hyper_parallel.trainer.base import BaseTrainer, TrainerState
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer
 from hyper_parallel.trainer.llm_trainer import LLMTrainer

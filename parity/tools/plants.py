@@ -1621,7 +1621,7 @@ PLANTS: tuple[Plant, ...] = (
         needs="component_tokenizer_vs_legacy (special=False)",
         function="HuggingFaceTokenizer.encode",
     ),
-    # ---------------------------------------------------- blind set (issue 20 item 7)
+    # ---------------------------------------------------- blind set
     # Written from the product code alone, measured once with the full suite before joining;
     # the measurement is in parity/tools/plants_blind.py.
     _plant(

@@ -1,4 +1,4 @@
-"""The blind set: plants written from the product code alone (issue 20, item 7).
+"""The blind set: plants written from the product code alone.
 
 They were written without opening the suites, the exploration, the claims table, the tests or
 the existing plants' ``needs``, to measure how the harness generalises to slips nobody

@@ -1,3 +1,8 @@
-"""Trainer utilities. Importing this package installs the rank-aware logger helpers."""
+"""Trainer utilities: logging entry points, loss reductions, model discovery.
 
-from hyper_parallel.trainer.utils.logging import init_logger  # noqa: F401  (installs helpers)
+``init_logger`` is re-exported for ``scripts/train_lm.py``.
+"""
+
+from hyper_parallel.trainer.utils.logging import init_logger
+
+__all__ = ["init_logger"]
