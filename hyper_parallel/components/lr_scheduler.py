@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hyper_parallel.config.cross_checks import DECAY_STYLES
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.protocols.configurable import Configurable
@@ -31,8 +32,6 @@ from hyper_parallel.protocols.configurable import Configurable
 __all__ = ["DECAY_STYLES", "LRSchedulersContainer", "lr_factor"]
 
 logger = get_logger(__name__)
-
-DECAY_STYLES = ("cosine", "constant")
 
 
 def _is_real(value: Any) -> bool:

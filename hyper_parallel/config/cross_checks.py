@@ -10,12 +10,15 @@ names no class above ``config``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
-__all__ = ["LR_DECAY_STYLES", "validate_cross_fields"]
+__all__ = ["DECAY_STYLES", "DecayStyle", "validate_cross_fields"]
 
-# The decay styles the LR scheduler implements (any other used to run cosine).
-LR_DECAY_STYLES = ("cosine", "constant")
+# The LR decay styles the scheduler implements. The legacy builder runs cosine for any other value:
+# the legacy schema and a root Config refuse them; the scheduler component built on its own warns
+# and runs cosine, as the legacy builder does.
+DecayStyle = Literal["cosine", "constant"]
+DECAY_STYLES: tuple[str, ...] = get_args(DecayStyle)
 
 
 def _bad(path: str, value: Any, expected: str) -> ValueError:
@@ -27,11 +30,11 @@ def validate_cross_fields(config: Any) -> None:
     schedule = getattr(config, "lr_scheduler", None)
     if schedule is None:
         return
-    if schedule.decay_style not in LR_DECAY_STYLES:
+    if schedule.decay_style not in DECAY_STYLES:
         raise _bad(
             "lr_scheduler.decay_style",
             schedule.decay_style,
-            "one of " + ", ".join(map(repr, LR_DECAY_STYLES)),
+            "one of " + ", ".join(map(repr, DECAY_STYLES)),
         )
     if schedule.lr_warmup_ratio > 1:
         raise _bad(

@@ -34,8 +34,9 @@ from typing import Any, Union
 import yaml
 
 from hyper_parallel.checkpointing.resume_settings import RESUME_MODES
+from hyper_parallel.config.cross_checks import DECAY_STYLES
 from hyper_parallel.config.runtime import COMM_BACKENDS
-from hyper_parallel.config.training import INIT_DEVICES
+from hyper_parallel.config.training import DTYPE_NAMES, INIT_DEVICES
 
 logger = logging.getLogger(__name__)
 
@@ -99,9 +100,7 @@ def _check_choice(path: str, value: Any, choices: tuple[Any, ...], *, fold_case:
 # The choices of the enum-like fields (what the legacy trainer reads; anything else used to be
 # taken silently for a default: another decay style ran cosine, another optimizer ran AdamW).
 OPTIMIZER_TYPES = ("adamw",)
-LR_DECAY_STYLES = ("cosine", "constant")
 LOSS_AGGREGATIONS = ("token_weighted", "rank_average")
-MIXED_PRECISION_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float32", "fp32")
 # activation_checkpoint is a switch: these mean off (YAML reads a bare ``off`` as False) ...
 ACTIVATION_CHECKPOINT_OFF = ("off", "none", "", False)
 # ... and these on (whole layers are always checkpointed, whatever the spelling).
@@ -203,7 +202,7 @@ class LegacyMixedPrecisionArgs:
         for name in ("param_dtype", "reduce_dtype", "output_dtype"):
             value = getattr(self, name)
             if value is not None or name != "output_dtype":
-                _check_choice(f"train.mixed_precision.{name}", value, MIXED_PRECISION_DTYPES, fold_case=True)
+                _check_choice(f"train.mixed_precision.{name}", value, DTYPE_NAMES, fold_case=True)
 
 
 @dataclass
@@ -441,7 +440,7 @@ def check_run_values(args: LegacyTrainerArgs) -> None:
     _check_min_int("data.max_seq_len", args.data.max_seq_len, 2)
     opt = args.train.optimizer
     prefix = "train.optimizer"
-    _check_choice(f"{prefix}.lr_decay_style", opt.lr_decay_style, LR_DECAY_STYLES)
+    _check_choice(f"{prefix}.lr_decay_style", opt.lr_decay_style, DECAY_STYLES)
     if opt.lr_warmup_ratio > 1:
         raise _bad(
             f"{prefix}.lr_warmup_ratio", opt.lr_warmup_ratio, "a fraction of train.max_steps in [0, 1]"
