@@ -6,6 +6,23 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+# How a command line or a YAML string spells a bool and a null (case-insensitive), on both CLIs.
+TRUE_SPELLINGS = ("true", "yes", "y", "on", "1", "t")
+FALSE_SPELLINGS = ("false", "no", "n", "off", "0", "f")
+NULL_SPELLINGS = ("null", "none", "~")
+
+
+def parse_bool(raw: str) -> bool:
+    """A bool from one of its spellings; ``ValueError`` naming them for anything else."""
+    lowered = raw.strip().lower()
+    if lowered in TRUE_SPELLINGS:
+        return True
+    if lowered in FALSE_SPELLINGS:
+        return False
+    raise ValueError(
+        f"expected a boolean ({'/'.join(TRUE_SPELLINGS)} or {'/'.join(FALSE_SPELLINGS)}), got {raw!r}"
+    )
+
 
 def _where(cfg: Any, name: str) -> str:
     return f"{type(cfg).__name__}.{name}"

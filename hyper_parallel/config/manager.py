@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hyper_parallel.config._checks import parse_bool
 from hyper_parallel.config.cross_checks import validate_cross_fields
 from hyper_parallel.config.refusals import CommandLineError, refusals_as_errors
 
@@ -38,8 +39,6 @@ __all__ = ["CommandLineError", "ConfigManager", "LegacyFormat", "LEGACY_SUFFIXES
 # A first positional argument with one of these suffixes selects the legacy YAML path.
 LEGACY_SUFFIXES = (".yaml", ".yml")
 
-_BOOL_TRUE = ("true", "yes", "y", "on", "1", "t")
-_BOOL_FALSE = ("false", "no", "n", "off", "0", "f")
 _SELECTORS = ("--module", "--config")
 _HELP = ("-h", "--help")
 
@@ -63,15 +62,6 @@ class LegacyFormat:
     to_root: Callable[[Any], Any]  # legacy args -> an instance of the root Config
 
 
-def _parse_bool(raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in _BOOL_TRUE:
-        return True
-    if lowered in _BOOL_FALSE:
-        return False
-    raise ValueError(f"expected a boolean ({'/'.join(_BOOL_TRUE)} or {'/'.join(_BOOL_FALSE)}), got {raw!r}")
-
-
 def _bool_registry(tyro: Any) -> Any:
     """A tyro registry whose ``bool`` takes one value in any of the legacy spellings."""
     from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
@@ -85,7 +75,7 @@ def _bool_registry(tyro: Any) -> Any:
         return PrimitiveConstructorSpec(
             nargs=1,
             metavar="{true,false}",
-            instance_from_str=lambda args: _parse_bool(args[0]),
+            instance_from_str=lambda args: parse_bool(args[0]),
             is_instance=lambda value: isinstance(value, bool),
             str_from_instance=lambda value: ["true" if value else "false"],
         )

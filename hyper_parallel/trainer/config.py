@@ -34,6 +34,7 @@ from typing import Any, Union
 import yaml
 
 from hyper_parallel.checkpointing.resume_settings import RESUME_MODES
+from hyper_parallel.config._checks import FALSE_SPELLINGS, NULL_SPELLINGS, TRUE_SPELLINGS, parse_bool
 from hyper_parallel.config.cross_checks import DECAY_STYLES
 from hyper_parallel.config.runtime import COMM_BACKENDS
 from hyper_parallel.config.training import DTYPE_NAMES, INIT_DEVICES
@@ -455,10 +456,7 @@ def check_run_values(args: LegacyTrainerArgs) -> None:
 # Type helpers
 # --------------------------------------------------------------------------------------------------
 
-_NULL_SPELLINGS = ("null", "none", "~")
-_TRUE_SPELLINGS = ("true", "yes", "y", "on", "1", "t")
-_FALSE_SPELLINGS = ("false", "no", "n", "off", "0", "f")
-_BOOL_HELP = f"one of {'/'.join(_TRUE_SPELLINGS)} or {'/'.join(_FALSE_SPELLINGS)} (case-insensitive)"
+_BOOL_HELP = f"one of {'/'.join(TRUE_SPELLINGS)} or {'/'.join(FALSE_SPELLINGS)} (case-insensitive)"
 _CLI_FORM = "'--dotted.key=value' (for example --train.max_steps=10)"
 
 # Forbidden top-level keys -> where they live now.
@@ -550,16 +548,14 @@ def load_yaml_text(text: Any) -> Any:
 
 def _parse_bool(key: str, raw: str) -> bool:
     """Accept the usual bool spellings; anything else is an error naming ``key``."""
-    lowered = raw.strip().lower()
-    if lowered in _TRUE_SPELLINGS:
-        return True
-    if lowered in _FALSE_SPELLINGS:
-        return False
-    raise ValueError(f"Invalid bool for '{key}': {raw!r}; expected {_BOOL_HELP}")
+    try:
+        return parse_bool(raw)
+    except ValueError:
+        raise ValueError(f"Invalid bool for '{key}': {raw!r}; expected {_BOOL_HELP}") from None
 
 
 def _is_null(raw: str) -> bool:
-    return raw.strip().lower() in _NULL_SPELLINGS
+    return raw.strip().lower() in NULL_SPELLINGS
 
 
 # --------------------------------------------------------------------------------------------------
