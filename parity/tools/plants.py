@@ -1852,13 +1852,13 @@ PLANTS: tuple[Plant, ...] = (
     _plant(
         "blind_cfgmgr_bool_case_sensitive",
         "mapping",
-        "new",
-        "hyper_parallel/config/manager.py",
+        "shared",
+        "hyper_parallel/config/_checks.py",
         "lowered = raw.strip().lower()",
         "lowered = raw.strip()",
-        "the CLI bool parser no longer accepts True/False spelled with capitals",
+        "the CLI bool parser (one for both CLIs since 1f978d2) no longer accepts True/False spelled with capitals",
         needs="SURVIVED the second blind run; caught since by explore_cover cli points that spell bools True/False or 1/0 (feature spelling)",
-        function="_parse_bool",
+        function="parse_bool",
     ),
     _plant(
         "blind_optim_in_backward_index_per_group",

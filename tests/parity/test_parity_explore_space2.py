@@ -49,8 +49,8 @@ def test_cli_route_spells_bools_and_floats_that_parse_to_the_same_config(spellin
 def test_a_case_sensitive_bool_parser_refuses_the_title_spelling(monkeypatch):
     from hyper_parallel.config import manager
 
-    original = manager._parse_bool
-    monkeypatch.setattr(manager, "_parse_bool", lambda raw: original(raw) if raw == raw.lower() else 1 / 0)
+    original = manager.parse_bool
+    monkeypatch.setattr(manager, "parse_bool", lambda raw: original(raw) if raw == raw.lower() else 1 / 0)
     with pytest.raises((ValueError, ZeroDivisionError)):
         cli_route.cli_config(["--train.mixed_precision.enabled=true"], spelling="title")
     assert cli_route.cli_config(["--train.mixed_precision.enabled=true"]).training.enable_mixed_precision
