@@ -177,13 +177,11 @@ def test_golden_lint_names_each_bad_file_in_one_line_before_any_case(cli):
     assert "golden lint problem(s)" in out
 
 
-def test_golden_lint_of_the_store_takes_under_a_second():
+def test_the_repositorys_golden_store_is_lint_clean():
+    """Every golden of the store parses and passes the lint (its time: benchmarks/bench_golden_lint.py)."""
     from parity.cases import load_registry
 
-    registry = load_registry("parity.suites:REGISTRY")
-    start = time.perf_counter()
-    lint(golden.DEFAULT_ROOT, registry)
-    assert time.perf_counter() - start < 1.0
+    assert lint(golden.DEFAULT_ROOT, load_registry("parity.suites:REGISTRY")) == []
 
 
 def test_a_mindspore_golden_says_by_name_when_its_torch_golden_moved(tmp_path):
