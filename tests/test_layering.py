@@ -76,6 +76,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("benchmarks.bench_component_dataloader", "parity"): "times the dataloader suite cases",
     ("benchmarks.bench_component_loss_tokenizer", "parity"): "times the loss/tokenizer suite cases",
     ("benchmarks.bench_component_optim", "parity"): "times the optimizer/LR suite cases",
+    ("benchmarks.bench_golden_lint", "parity"): "benchmarks the harness's golden lint",
     ("benchmarks.bench_harness", "parity"): "benchmarks the harness (canonicalise + compare)",
     ("benchmarks.bench_hyper_trainer", "parity"): "reuses the legacy-trainer suite's recipe setup",
     ("benchmarks.bench_localise", "parity"): "times the harness's localiser against plain trainer steps",
