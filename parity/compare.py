@@ -26,11 +26,8 @@ from parity.ulp import (
     float_hex,
     float_values,
     is_float_dtype,
-    meaningful_ulp_floats,
-    relative_difference,
-    relative_difference_floats,
-    ulp_distance_bits,
-    ulp_meaningful,
+    spread,
+    spread_floats,
 )
 
 __all__ = ["Difference", "compare", "format_path", "STRUCTURE", "LAYOUT", "VALUES"]
@@ -187,7 +184,7 @@ def _float_difference(e: FloatLeaf, a: FloatLeaf, path: str) -> Difference:
             actual=a.dtype,
         )
     dtype = f" ({e.dtype})" if e.dtype != "float64" else ""
-    ulp = meaningful_ulp_floats(ev, av, e.dtype)
+    ulp, rel = spread_floats(ev, av, e.dtype)
     return Difference(
         VALUES,
         "value",
@@ -196,7 +193,7 @@ def _float_difference(e: FloatLeaf, a: FloatLeaf, path: str) -> Difference:
         nan_count=int(nan),
         max_abs_diff=None if nan else abs(ev - av),
         max_ulp=ulp,
-        max_rel_diff=None if nan or ulp is not None else relative_difference_floats(ev, av),
+        max_rel_diff=rel,
         expected=e.hex,
         actual=a.hex,
     )
@@ -287,14 +284,11 @@ def _scan_bits(eb: np.ndarray, ab: np.ndarray, dtype: str, path: str) -> Differe
                 with np.errstate(invalid="ignore", over="ignore"):
                     chunk_abs = float(np.max(np.abs(xv[ok] - yv[ok])))
                 max_abs = chunk_abs if max_abs is None else max(max_abs, chunk_abs)
-                steps = ok & ulp_meaningful(xv, yv)
-                if steps.any():
-                    chunk_ulp = int(ulp_distance_bits(xb[steps], yb[steps], dtype).max())
-                    max_ulp = chunk_ulp if max_ulp is None else max(max_ulp, chunk_ulp)
-                jumps = ok & ~steps
-                if jumps.any():
-                    chunk_rel = float(np.max(relative_difference(xv[jumps], yv[jumps])))
-                    max_rel = chunk_rel if max_rel is None else max(max_rel, chunk_rel)
+            chunk_ulp, chunk_rel = spread(xb, yb, dtype)
+            if chunk_ulp is not None:
+                max_ulp = chunk_ulp if max_ulp is None else max(max_ulp, chunk_ulp)
+            if chunk_rel is not None:
+                max_rel = chunk_rel if max_rel is None else max(max_rel, chunk_rel)
         else:
             chunk_abs = float(np.max(np.abs(xb.astype(np.float64) - yb.astype(np.float64))))
             max_abs = chunk_abs if max_abs is None else max(max_abs, chunk_abs)

@@ -30,15 +30,7 @@ from typing import Any
 import numpy as np
 
 from parity.canonical import MARK
-from parity.ulp import (
-    FLOAT_WIDTH,
-    float_values,
-    meaningful_ulp_floats,
-    relative_difference,
-    relative_difference_floats,
-    ulp_distance_bits,
-    ulp_meaningful,
-)
+from parity.ulp import FLOAT_WIDTH, float_values, spread, spread_floats
 
 __all__ = ["review", "MAX_GROUPS", "combined_summary", "write_update_summary"]
 
@@ -174,12 +166,7 @@ def _leaf_diff(old: Any, new: Any, path: tuple, group: _Group) -> None:
             a, b = _float(old["hex"]), _float(new["hex"])
             dtype = new.get("dtype", "float64")
             diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
-            ulp = meaningful_ulp_floats(a, b, dtype)
-            rel = (
-                None
-                if ulp is not None or math.isnan(a) or math.isnan(b)
-                else relative_difference_floats(a, b)
-            )
+            ulp, rel = spread_floats(a, b, dtype)
             group.floats.append((diff, ulp, rel, dtype))
             group.values.append((_text(path), repr(a), repr(b)))
         return
@@ -212,13 +199,9 @@ def _tensor_diff(old: dict, new: dict, path: tuple, group: _Group) -> None:
             with np.errstate(invalid="ignore"):
                 diffs = np.abs(va - vb)
             max_diff = float(np.nanmax(diffs)) if diffs.size and not np.all(np.isnan(diffs)) else math.nan
-            steps = ulp_meaningful(va, vb)
-            ulps = ulp_distance_bits(
-                a[differ][steps].astype(_INT_VIEW[dtype]), b[differ][steps].astype(_INT_VIEW[dtype]), dtype
+            max_ulp, max_rel = spread(
+                a[differ].astype(_INT_VIEW[dtype]), b[differ].astype(_INT_VIEW[dtype]), dtype
             )
-            max_ulp = int(ulps.max()) if ulps.size else None
-            jumps = ~steps & ~(np.isnan(va) | np.isnan(vb))
-            max_rel = float(relative_difference(va[jumps], vb[jumps]).max()) if jumps.any() else None
         else:
             max_diff, max_ulp = float(np.abs(a[differ] - b[differ]).max()) if count else 0.0, None
             max_rel = None

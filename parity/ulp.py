@@ -118,6 +118,27 @@ def meaningful_ulp_floats(a: float, b: float, dtype: str = "float64") -> int | N
     return ulp_distance_floats(a, b, dtype)
 
 
+def spread(a_bits: np.ndarray, b_bits: np.ndarray, dtype: str) -> tuple[int | None, float | None]:
+    """(max ULP over the same-sign finite pairs, max relative difference over the other non-NaN
+    pairs) of two integer views of ``dtype``; ``None`` where no pair falls in that class."""
+    a, b = float_values(a_bits, dtype), float_values(b_bits, dtype)
+    known = ~(np.isnan(a) | np.isnan(b))
+    steps = known & ulp_meaningful(a, b)
+    jumps = known & ~steps
+    ulp = int(ulp_distance_bits(a_bits[steps], b_bits[steps], dtype).max()) if steps.any() else None
+    rel = float(relative_difference(a[jumps], b[jumps]).max()) if jumps.any() else None
+    return ulp, rel
+
+
+def spread_floats(a: float, b: float, dtype: str = "float64") -> tuple[int | None, float | None]:
+    """:func:`spread` of two Python floats produced in ``dtype``: (ULP, None) for a same-sign finite
+    pair, (None, relative difference) for a sign change or an infinity, (None, None) with a NaN."""
+    if a != a or b != b:
+        return None, None
+    ulp = meaningful_ulp_floats(a, b, dtype)
+    return (ulp, None) if ulp is not None else (None, relative_difference_floats(a, b))
+
+
 def relative_difference_floats(a: float, b: float) -> float:
     """:func:`relative_difference` of two Python floats."""
     return float(relative_difference(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)))
