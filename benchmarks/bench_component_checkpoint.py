@@ -266,10 +266,10 @@ def main(rounds: int = 30) -> None:
 
     import torch
 
-    from hyper_parallel import checkpointing
+    from hyper_parallel.checkpointing import staging
 
     state = suite.trained_state(steps=_STEPS)
-    real = checkpointing.write_manifest, checkpointing._new_hasher
+    real = staging.write_manifest, staging._new_hasher
     modes = ("with", "without", "pre_change")
     threads_before = torch.get_num_threads()
     # One intra-op thread is the harness's and torchrun's setting (the hashing thread then has a
@@ -284,10 +284,10 @@ def main(rounds: int = 30) -> None:
                     out = str(Path(tmp) / f"{side}-{mode}-{i}")
                     save, finish = (_pre_change_saver if mode == "pre_change" else _saver)(state, side, out)
                     if mode == "without":
-                        checkpointing.write_manifest = lambda folder, step, precomputed=None: None
-                        checkpointing._new_hasher = lambda folder: None
+                        staging.write_manifest = lambda folder, step, precomputed=None: None
+                        staging._new_hasher = lambda folder: None
                     else:
-                        checkpointing.write_manifest, checkpointing._new_hasher = real
+                        staging.write_manifest, staging._new_hasher = real
                     start = time.perf_counter()
                     save()
                     returned = time.perf_counter()
@@ -296,7 +296,7 @@ def main(rounds: int = 30) -> None:
                     if i >= 2:  # warm-up rounds
                         blocking[mode].append(returned - start)
                         committed[mode].append(done - start)
-            checkpointing.write_manifest, checkpointing._new_hasher = real
+            staging.write_manifest, staging._new_hasher = real
             block = {mode: statistics.median(t) * 1e3 for mode, t in blocking.items()}
             commit = {mode: statistics.median(t) * 1e3 for mode, t in committed.items()}
             size = sum(

@@ -47,7 +47,7 @@ MEASURES = ("loop_wall", "loop_cpu", "step_wall", "step_cpu")
 
 
 def _args(tmp: str, steps: int):
-    from parity.suites.legacy_trainer import legacy_args
+    from parity.legacy_driver import legacy_args
 
     return legacy_args(
         f"--train.max_steps={steps}",

@@ -124,8 +124,8 @@ def main() -> int:
 
     quiet_third_party(False)
     numerics.apply()
+    from parity.e2e import RECIPES
     from parity.env import ensure_deterministic, get_platform
-    from parity.suites.e2e_trainer import RECIPES
     from parity.tools.localise import localise_recipe
 
     ensure_deterministic(get_platform())

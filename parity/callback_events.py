@@ -6,7 +6,7 @@ with ``add_callback``; its ``events`` are comparable bit for bit: each hook's na
 entry), the trainer state it sees (``global_step``, ``epoch``, ``max_steps``) and its keyword
 arguments (floats as float leaves, tensors by canonical hash, the ``on_log`` metrics with the values
 of the deterministic keys and the types of the others, checkpoint folders relative to the run's
-folder). Every end-to-end run records one (``parity.suites.e2e_trainer``'s ``events`` artifact).
+folder). Every end-to-end run records one (``parity.e2e``'s ``events`` artifact).
 """
 
 from __future__ import annotations

@@ -42,7 +42,16 @@ from typing import Any
 
 from parity.select import keyword_matches
 
-__all__ = ["Case", "Producer", "Registry", "REGISTRY", "SUPPORTED_BACKENDS", "make_case_id", "load_registry"]
+__all__ = [
+    "Case",
+    "Producer",
+    "Registry",
+    "REGISTRY",
+    "SUPPORTED_BACKENDS",
+    "Suite",
+    "make_case_id",
+    "load_registry",
+]
 
 Producer = Callable[..., Any]
 
@@ -304,6 +313,11 @@ class Registry:
                 raise ValueError(f"grid {case_name!r}: expected legacy+new (tier A) or producer (tier B)")
         return cases
 
+    def suite(self, **defaults: Any) -> Suite:
+        """A suite module's view of this registry: the keywords it gives every case (``tags``,
+        ``backends``, ``seed``, ``kind``, ``share`` ...) said once; a case's own keyword wins."""
+        return Suite(self, defaults)
+
     def get(self, case_id: str) -> Case | None:
         return self._cases.get(case_id)
 
@@ -335,6 +349,23 @@ class Registry:
             raise KeyError(f"unknown tag(s) {unknown_tags}; the registered tags are {self.tags()}")
         chosen = [c for c in self if (not ids or c.id in ids) and (not tags or set(c.tags) & set(tags))]
         return [c for c in chosen if keyword is None or keyword_matches(keyword, c.id)]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """``Registry.pair``/``golden``/``grid`` with one module's defaults (``Registry.suite``)."""
+
+    registry: Registry
+    defaults: Mapping[str, Any]
+
+    def pair(self, name: str, **kwargs: Any) -> Case:
+        return self.registry.pair(name, **{**self.defaults, **kwargs})
+
+    def golden(self, name: str, **kwargs: Any) -> Case:
+        return self.registry.golden(name, **{**self.defaults, **kwargs})
+
+    def grid(self, name: str | None = None, **kwargs: Any) -> list[Case]:
+        return self.registry.grid(name, **{**self.defaults, **kwargs})
 
 
 # The default registry: suites under ``parity/suites/`` register into it.

@@ -57,7 +57,7 @@ __all__ = [
     "tolerance_table_markdown",
 ]
 
-# Every single-rank recipe of ``parity.suites.e2e_trainer.RECIPES`` (two ranks need msrun on the
+# Every single-rank recipe of ``parity.e2e.RECIPES`` (two ranks need msrun on the
 # MindSpore side), with the step both sides stop and save at: the recipe's own horizon, except
 # ``dummy``, cut from 20 to 5 steps.
 CROSS_RECIPES: dict[str, int] = {"dummy": 5, "hf_text": 5, "alpaca": 4, "preset": 7}
@@ -266,7 +266,7 @@ def tolerance_table_markdown() -> str:
 def recipe_overrides(recipe: str, scratch: Path, weights: Path, seed: int | None = None) -> tuple[str, ...]:
     """The YAML overrides of one tier C run: the recipe's, then a save at its last step (with the
     HF export), the shared initial weights and, when given, ``train.seed``."""
-    from parity.suites.e2e_trainer import RECIPES
+    from parity.e2e import RECIPES
 
     if recipe not in CROSS_RECIPES:
         raise ValueError(f"recipe {recipe!r} has no tier C run; expected one of {', '.join(CROSS_RECIPES)}")
@@ -296,7 +296,7 @@ def produce(
     from safetensors.numpy import load_file, save_file
 
     from parity import canonical
-    from parity.suites.e2e_trainer import run_legacy, run_new
+    from parity.e2e import run_legacy, run_new
 
     out.mkdir(parents=True, exist_ok=True)
     run = run_legacy if side == "legacy" else run_new
@@ -516,7 +516,7 @@ def run_cross(
     ``new_overrides`` (YAML overrides for the new side only) plant a divergence: the self-test of
     tier C (``tests/mindspore/parity/test_cross.py``) checks that the right artifact goes red.
     """
-    from parity.suites.e2e_trainer import initial_weights
+    from parity.e2e import initial_weights
 
     recipes = list(recipes or CROSS_RECIPES)
     for recipe in recipes:

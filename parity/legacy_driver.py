@@ -101,12 +101,38 @@ def simulated_rank(rank: int) -> Iterator[None]:
         yield
 
 
-def debug_model(seed: int = 0, **config_overrides: Any) -> Any:
-    """The debug Qwen3.5 model built the legacy way on CPU, default-initialised after ``manual_seed``."""
-    import torch
+def debug_model(
+    seed: int = 0, *, dtype: str = "float32", frozen: str = "none", **config_overrides: Any
+) -> Any:
+    """The debug Qwen3.5 model (tied embeddings), default-initialised after seeding.
 
-    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+    On torch, the legacy builder ``build_qwen3_5`` (the tier A pairs' model), in ``dtype``, with
+    ``model.config_overrides`` applied; on MindSpore, the debug flavour's ``Qwen3_5Config.build()``
+    (``model_mindspore.py``: same FQNs and tying, its own RNG draws), seeded through the platform.
+    Parameters whose name contains ``frozen`` do not train.
+    """
+    from hyper_parallel.platform import get_platform
 
-    args = legacy_args(*(f"--model.config_overrides.{k}={v}" for k, v in config_overrides.items()))
-    torch.manual_seed(seed)
-    return build_qwen3_5(args)
+    platform = get_platform()
+    if platform.name == "torch":
+        import torch
+
+        from hyper_parallel.models.qwen3_5 import build_qwen3_5
+
+        args = legacy_args(*(f"--model.config_overrides.{k}={v}" for k, v in config_overrides.items()))
+        torch.manual_seed(seed)
+        model = build_qwen3_5(args).to(getattr(torch, dtype))
+    else:
+        if config_overrides or dtype != "float32":
+            raise ValueError(
+                f"debug_model on {platform.name}: config overrides and dtype {dtype!r} are torch-only"
+            )
+        from hyper_parallel.models.qwen3_5.config import FLAVORS, Qwen3_5Config
+
+        platform.manual_seed(seed)
+        model = Qwen3_5Config(**FLAVORS["debug"]).build()
+    if frozen != "none":
+        for name, param in model.named_parameters():
+            if frozen in name:
+                param.requires_grad = False
+    return model

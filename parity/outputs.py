@@ -60,7 +60,7 @@ class Tree:
 # The first component of a ``compared_by`` path names one of these trees.
 TREES: dict[str, Tree] = {
     "e2e": Tree(
-        "parity.suites.e2e_trainer.run_legacy / run_new (_artifacts): one run's RUN_ARTIFACTS; "
+        "parity.e2e.run_legacy / run_new (_artifacts): one run's RUN_ARTIFACTS; "
         "user_callbacks records its events with the same parity.callback_events.EventRecorder "
         "(parity.suites.e2e_callbacks.run_events)",
         (
@@ -148,7 +148,7 @@ _NOT_BYTES = (
 )
 _RANK0 = (
     "every rank's file by content (as <name>_rank<r>: rank 0 reads them all from the committed "
-    "folder, e2e_trainer._checkpoint; the other ranks' files were compared by name only before this "
+    "folder, e2e._checkpoint; the other ranks' files were compared by name only before this "
     "table)"
 )
 _NO_LOG_CAPTURE = "no parity case captures log lines other than the per-step metric line"

@@ -93,6 +93,7 @@ class Import:
     target: str  # dotted module imported
     path: str
     line: int
+    top: bool = True  # at module level (runs at import), not inside a function
 
     def where(self) -> str:
         return f"{self.path}:{self.line} imports {self.target}"
@@ -121,13 +122,14 @@ def imports_of(source: str, module: str, is_package: bool, path: str = "<src>") 
     package = module if is_package else module.rpartition(".")[0]
     found: list[Import] = []
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, top: bool = True) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.orelse:  # the ``else:`` branch runs
-                visit(child)
+                visit(child, top)
             return
+        top = top and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
         if isinstance(node, ast.Import):
-            found.extend(Import(module, alias.name, path, node.lineno) for alias in node.names)
+            found.extend(Import(module, alias.name, path, node.lineno, top) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".") if package else []
@@ -138,9 +140,9 @@ def imports_of(source: str, module: str, is_package: bool, path: str = "<src>") 
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 target = sub if alias.name != "*" and _is_module(sub) else base
-                found.append(Import(module, target, path, node.lineno))
+                found.append(Import(module, target, path, node.lineno, top))
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            visit(child, top)
 
     visit(ast.parse(source))
     return found
@@ -202,6 +204,56 @@ def project_imports() -> list[Import]:
                 path.read_text(), module_name(path), path.name == "__init__.py", str(path.relative_to(ROOT))
             )
     return found
+
+
+def import_graph(imports: list[Import], *, module_level_only: bool) -> dict[str, set[str]]:
+    """Project module -> the project modules it imports (``from pkg import name`` of a non-module
+    name counts as an import of ``pkg``)."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        if module_level_only and not imp.top:
+            continue
+        target = imp.target
+        while target and not _is_module(target):
+            target = target.rpartition(".")[0]
+        if target and target != imp.importer and layer_of(target) is not None:
+            graph.setdefault(imp.importer, set()).add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                out.append(sorted(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 
 # ------------------------------------------------------------------ the tests
@@ -303,3 +355,35 @@ def test_components_import_no_framework() -> None:
     assert not found, "components must reach the framework through the platform:\n" + "\n".join(
         f"{imp.where()}" for imp in found
     )
+
+
+def test_cycle_finder_sees_a_cycle_through_a_function_import() -> None:
+    """A module-level import one way and a function-level import back is a run-time cycle only."""
+    a = imports_of("import parity.cases\n", "parity.engine", False)
+    b = imports_of("def f():\n    import parity.engine\n", "parity.cases", False)
+    assert cycles(import_graph(a + b, module_level_only=False)) == [["parity.cases", "parity.engine"]]
+    assert cycles(import_graph(a + b, module_level_only=True)) == []
+
+
+@pytest.mark.parametrize("module_level_only", [True, False], ids=["module_level", "run_time"])
+def test_no_import_cycle(module_level_only: bool) -> None:
+    """No cycle in ``hyper_parallel/`` or ``parity/``: at import time (module level) or at run time
+    (function imports included; ``TYPE_CHECKING`` imports never run and do not count)."""
+    graph = import_graph(project_imports(), module_level_only=module_level_only)
+    assert not cycles(graph), f"import cycles: {cycles(graph)}"
+
+
+def test_suites_and_explore_import_only_the_core() -> None:
+    """A suite module registers cases: it imports the harness core (``parity.e2e``,
+    ``parity.builders``, ...), never another suite; ``parity.explore`` imports no suite."""
+    bad = []
+    for imp in project_imports():
+        importer, target = imp.importer, imp.target
+        in_suites = importer.startswith("parity.suites.")
+        if (
+            target.startswith("parity.suites.")
+            and target != importer
+            and (in_suites or importer.startswith("parity.explore"))
+        ):
+            bad.append(imp.where())
+    assert not bad, "suites import each other:\n" + "\n".join(bad)

@@ -31,6 +31,8 @@ import stat
 import threading
 import time
 
+from hyper_parallel.checkpointing.layout import MANIFEST_FILE, find_replaced_dirs, find_step_dirs
+
 __all__ = [
     "LOCK_FILE",
     "ExistingCheckpointsError",
@@ -218,8 +220,6 @@ def existing_checkpoints(
     before manifests is still someone's checkpoint); ``.partial.*`` folders (saves that did not
     finish) do not. ``besides`` (the folder being resumed) is left out.
     """
-    from hyper_parallel.checkpointing import find_replaced_dirs, find_step_dirs
-
     skip = os.path.realpath(besides) if besides else None
 
     def keep(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -233,8 +233,6 @@ def existing_checkpoints(
 
 
 def _has_manifest(folder: str) -> bool:
-    from hyper_parallel.checkpointing import MANIFEST_FILE
-
     return os.path.isfile(os.path.join(folder, MANIFEST_FILE))
 
 

@@ -25,7 +25,7 @@ import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 
-from hyper_parallel.checkpointing import CheckpointMismatchError
+from hyper_parallel.checkpointing.errors import CheckpointMismatchError
 
 __all__ = [
     "ALLOW_PARTIAL_HINT",

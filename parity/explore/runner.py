@@ -1,6 +1,6 @@
 """Run one explore point on both trainers and return every artifact of each, ready to compare.
 
-The runs are those of ``parity.suites.e2e_trainer`` (``run_legacy``, ``run_new`` and the forked
+The runs are those of ``parity.e2e`` (``run_legacy``, ``run_new`` and the forked
 multi-rank launch), so an explore point compares the nine artifacts a recipe compares plus the
 user-callback event sequence (``events``: hooks, step, epoch and arguments, every rank). The
 new side is ``HyperTrainer`` built through the legacy mapping (side ``new``), through the recipe
@@ -23,17 +23,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from parity import canonical
+from parity import canonical, e2e
+from parity.e2e import RUN_ARTIFACTS, ArtifactError, Recipe, run_new
 from parity.env import seed_all
 from parity.explore import cli_route, space
-from parity.suites import e2e_trainer
-from parity.suites.e2e_trainer import RUN_ARTIFACTS, ArtifactError, Recipe, run_new
 
 SEED = 42
 
 __all__ = ["SEED", "new_side_of", "point_key", "resume_runs", "run_point", "side_artifacts"]
 
-e2e_trainer._SIDES.setdefault("new_yaml", functools.partial(run_new, config_of=cli_route.yaml_config))
+e2e.SIDES.setdefault("new_yaml", functools.partial(run_new, config_of=cli_route.yaml_config))
 
 
 def _cli_side(warmup_as_steps: bool, spelling: str) -> str:
@@ -45,7 +44,7 @@ def _cli_side(warmup_as_steps: bool, spelling: str) -> str:
 
 for _wsteps in (False, True):
     for _spelling in cli_route.SPELLINGS:
-        e2e_trainer._SIDES.setdefault(
+        e2e.SIDES.setdefault(
             _cli_side(_wsteps, _spelling),
             functools.partial(
                 run_new,
@@ -87,13 +86,13 @@ def _run_sides(
         out = {}
         for side in sides:  # each side from the same global RNG state, as the engine seeds a producer
             seed_all(SEED)
-            out[side] = e2e_trainer._SIDES[side](*overrides, workdir=None if keep is None else keep / side)
+            out[side] = e2e.SIDES[side](*overrides, workdir=None if keep is None else keep / side)
         return out
     recipe = Recipe("explore", "a drawn explore point", lambda _: overrides, nproc=world)
-    # Each rank of a side trains in ``<folder>/<side>`` (``_e2e_worker.run_side``).
+    # Each rank of a side trains in ``<folder>/<side>`` (``parity.e2e.run_rank``).
     folder = scratch if keep is None else keep
     folder.mkdir(parents=True, exist_ok=True)
-    return e2e_trainer._run_multirank(sides, recipe, folder, overrides)
+    return e2e.run_multirank(sides, recipe, folder, overrides)
 
 
 _CACHE: OrderedDict[tuple, dict[str, dict[str, Any]]] = OrderedDict()

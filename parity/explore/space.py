@@ -367,7 +367,7 @@ def _write_weights(kind: str, dtype: str, folder: Path, seed: int) -> None:
     ``dtype``) of the debug model's initial weights after ``manual_seed(seed)``."""
     import torch
 
-    from parity.suites.e2e_trainer import initial_weights
+    from parity.e2e import initial_weights
 
     cast = getattr(torch, dtype)
     if kind == "dcp":
@@ -456,7 +456,7 @@ def _ragged_preset(path: Path, *, steps: int, rows: int, seq_len: int, vocab: in
     """A preset_pt file of ``steps`` entries, each a list of one-row dicts of 0 to 5 tokens fewer
     than ``seq_len``: micro-batches pad to their longest row, so the pad id (the tokenizer's, or 0
     without one) is in the batches. Prompts of 0 to ``seq_len - 7`` tokens are masked, as in
-    ``e2e_trainer.preset_batches``."""
+    ``parity.e2e.preset_batches``."""
     import torch
 
     g = torch.Generator().manual_seed(11)

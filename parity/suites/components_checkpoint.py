@@ -23,7 +23,7 @@ from typing import Any
 
 from parity import canonical
 from parity.cases import REGISTRY
-from parity.legacy_driver import legacy_args
+from parity.legacy_driver import debug_model, legacy_args
 
 _SEQ = 16
 _BATCH = 2
@@ -76,13 +76,13 @@ def _toy_ids(vocab_size: int) -> Any:
 
 
 def _components_trained_state(*, steps: int, seed: int, epoch: int) -> TrainedState:
-    """On MindSpore: the platform's debug model (``components_optim.debug_model``) with the
+    """On MindSpore: the platform's debug model (``parity.legacy_driver.debug_model``) with the
     component optimizer and LR schedulers at the debug YAML's settings, on the same rows."""
     from hyper_parallel.models.spec import get_spec
-    from parity.suites import components_optim as optim
+    from parity import builders as optim
 
     args = legacy_args()
-    model = optim.debug_model(seed)
+    model = debug_model(seed)
     optimizer = optim.new_optimizers([model], **optim.debug_optimizer_fields())
     scheduler = optim.new_schedulers(
         optimizer, training_steps=args.train.max_steps, **optim.debug_scheduler_fields()
@@ -419,28 +419,26 @@ def manager_resume(*, steps: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- registration
 
-REGISTRY.pair(
+SUITE = REGISTRY.suite(tags=("checkpoint",))
+SUITE.pair(
     "component_checkpoint_layout",
     kind="checkpoint",
-    tags=("checkpoint",),
     seed=0,
     params={"steps": 2},
     legacy=legacy_layout,
     new=manager_layout,
 )
-REGISTRY.pair(
+SUITE.pair(
     "component_checkpoint_resume",
     kind="checkpoint",
-    tags=("checkpoint",),
     seed=0,
     params={"steps": 2},
     legacy=legacy_resume,
     new=manager_resume,
 )
-REGISTRY.golden(
+SUITE.golden(
     "component_checkpoint_manager",
     kind="checkpoint",
-    tags=("checkpoint",),
     seed=0,
     params={"steps": 5},
     producer=manager_layout,
@@ -515,10 +513,9 @@ def manager_async(*, steps: int) -> dict[str, Any]:
     return _async_run(_manager_async_saver, steps=steps)
 
 
-REGISTRY.pair(
+SUITE.pair(
     "component_checkpoint_async",
     kind="checkpoint",
-    tags=("checkpoint",),
     seed=0,
     params={"steps": 2},
     legacy=legacy_async,

@@ -15,16 +15,20 @@ missing; see the comment above ``PAD_CASES``. ``components_transforms`` reuses i
 
 from __future__ import annotations
 
-import atexit
 import functools
-import shutil
 import tempfile
-from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from parity import assets, canonical
+from parity.builders import (
+    _scratch,
+    loader_summary,
+    register_source,
+    short_legacy_trainer,
+    short_new_loader,
+)
 from parity.cases import REGISTRY
 from parity.legacy_driver import simulated_rank
 
@@ -89,7 +93,7 @@ def _legacy_side(
     wrapper._build_collate_fn()
     with simulated_rank(rank):  # the legacy loader reads the global rank; there is no process group
         trainer._build_dataloader()
-    return _summary(trainer.train_dataloader, trainer.state.max_steps, trainer._grad_accum, n)
+    return loader_summary(trainer.train_dataloader, trainer.state.max_steps, trainer._grad_accum, n)
 
 
 def _new_side(
@@ -122,7 +126,7 @@ def _new_side(
         training_steps=max_steps,
         vocab_size=_VOCAB,
     )
-    return _summary(loader, loader.training_steps, loader.grad_accum, n)
+    return loader_summary(loader, loader.training_steps, loader.grad_accum, n)
 
 
 def local_tokenizer():
@@ -133,15 +137,6 @@ def local_tokenizer():
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
-
-
-def _summary(loader: Any, training_steps: int, grad_accum: int, n: int) -> dict[str, Any]:
-    return {
-        "batches": canonical.batches(list(islice(iter(loader), n))),
-        "batches_per_epoch": len(loader),
-        "grad_accum": grad_accum,
-        "training_steps": training_steps,
-    }
 
 
 def _with_data(side, data_type: str, **kw: Any) -> dict[str, Any]:
@@ -186,10 +181,10 @@ _PAIRS = [
     ),
 ]
 
-REGISTRY.grid(
+SUITE = REGISTRY.suite(tags=("dataloader",))
+SUITE.grid(
     params=[(_name, {**_params, "n": 6}) for _name, _params in _PAIRS],
     kind="batches",
-    tags=("dataloader",),
     seed=0,
     legacy=legacy_batches,
     new=new_batches,
@@ -220,10 +215,9 @@ _GOLDENS = [
     ),
 ]
 
-REGISTRY.grid(
+SUITE.grid(
     params=[(_name, {**_params, "n": 4}) for _name, _params in _GOLDENS],
     kind="batches",
-    tags=("dataloader",),
     seed=0,
     producer=new_batches,
     backends=("torch", "mindspore"),
@@ -247,195 +241,6 @@ REGISTRY.grid(
 # Each producer returns the epoch (or its first ``n`` batches), the rank's sampler indices and the
 # loader's bookkeeping, so a report names the artifact that moved (``indices``, ``batches[i].labels``...).
 
-_MODEL_VOCAB = 512  # the asset tokenizer's size: the legacy vocab check passes
-
-# The short-row data sets (see data_source).
-_SHORT_DATA = ("short_text", "short_alpaca", "ragged_preset")
-# Tokenizer folders (legacy model.tokenizer_path / tokenizer component path), see data_tokenizer.
-DATA_TOKENIZERS = ("asset", "pad", "eos1", "no_eos", "none")
-
-
-@functools.cache
-def _scratch() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="parity-dataloader-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    return root
-
-
-@functools.cache
-def ragged_preset() -> Path:
-    """A preset_pt file of 13 single-row batches of lengths 8, 8, 3, 7, 5, 2, 6, 4, 8, 1, 5, 7, 3."""
-    return assets.preset_pt(
-        _scratch() / "ragged.pt",
-        num_stacked=2,
-        batch_size=1,
-        seq_len=8,
-        rank_seq_lens=(3, 7, 5, 2, 6, 4, 8, 1, 5, 7, 3),
-        seed=4,
-    )
-
-
-# Extra data sets other suites add (components_transforms: the alpaca length grid).
-_SOURCES: dict[str, Callable[[], tuple[str, Path]]] = {}
-
-
-def register_source(name: str, factory: Callable[[], tuple[str, Path]]) -> None:
-    """Make ``data=name`` read ``factory()``'s ``(data.type, train_path)``."""
-    if name in _SHORT_DATA or name in _SOURCES:
-        raise ValueError(f"data source {name!r} is already registered")
-    _SOURCES[name] = factory
-
-
-def data_source(data: str) -> tuple[str, Path]:
-    """``(data.type, train_path)`` of a short-row data set (or a registered one)."""
-    if data == "short_text":
-        return "hf_datasets", assets.short_text_jsonl()
-    if data == "short_alpaca":
-        return "json_file", assets.short_alpaca_json()
-    if data == "ragged_preset":
-        return "preset_pt", ragged_preset()
-    if data in _SOURCES:
-        return _SOURCES[data]()
-    raise ValueError(f"data {data!r}: expected one of {', '.join((*_SHORT_DATA, *_SOURCES))}")
-
-
-@functools.cache
-def data_tokenizer(variant: str) -> Path | None:
-    """A tokenizer folder derived from the shipped asset (deterministic, written once per process).
-
-    ``asset``: no pad token, eos ``<|endoftext|>`` = id 0, so pad = eos = 0 (the legacy rule);
-    ``pad``: ``pad_token`` ``<|im_end|>`` (id 2), different from eos;
-    ``eos1``: eos ``<|im_start|>`` (id 1) and no pad: pad = eos = 1, which differs from the 0 of the
-    no-pad fallback; ``no_eos``: neither pad nor eos: the collate pads with 0 (with a warning);
-    ``none``: no tokenizer at all (only preset_pt allows that).
-    """
-    if variant == "none":
-        return None
-    if variant in ("asset", "pad", "no_eos"):
-        from parity.suites.components_loss_tokenizer import tokenizer_variant
-
-        return tokenizer_variant(variant)
-    if variant != "eos1":
-        raise ValueError(f"tokenizer {variant!r}: expected one of {', '.join(DATA_TOKENIZERS)}")
-    import json
-
-    src, out = assets.tokenizer_dir(), _scratch() / "tokenizer-eos1"
-    out.mkdir(parents=True, exist_ok=True)
-    config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
-    config["eos_token"] = "<|im_start|>"
-    shutil.copyfile(src / "tokenizer.json", out / "tokenizer.json")
-    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-    return out
-
-
-def _short_legacy_trainer(
-    *,
-    data: str,
-    tok: str,
-    seq: int,
-    mbs: int,
-    gbs: int,
-    world: int,
-    tp: int,
-    rank: int,
-    seed: int,
-    shuffle: bool,
-    steps: int,
-    vocab: int = _MODEL_VOCAB,
-    template: str = "empty",
-    text_key: str = "text",
-    train_size: int | None = None,
-    subset: str | None = None,
-    prefetch_factor: int | None = None,
-) -> Any:
-    """Legacy steps 4-8 (``LLMTrainer`` data steps, then ``BaseTrainer._build_dataloader``)."""
-    from types import SimpleNamespace
-
-    from parity.legacy_driver import bare_trainer, legacy_args, llm_steps
-
-    data_type, path = data_source(data)
-    argv = [
-        f"--data.type={data_type}",
-        f"--data.train_path={path}",
-        f"--data.max_seq_len={seq}",
-        f"--data.shuffle={str(shuffle).lower()}",
-        f"--data.template={template}",
-        f"--data.text_key={text_key}",
-        f"--train.micro_batch_size={mbs}",
-        f"--train.global_batch_size={gbs}",
-        f"--train.seed={seed}",
-        f"--train.max_steps={steps}",
-        "--train.accelerator.dp_shard=-1",
-        f"--train.accelerator.tp={tp}",
-    ]
-    for name, value in (("train_size", train_size), ("subset", subset), ("prefetch_factor", prefetch_factor)):
-        if value is not None:
-            argv.append(f"--data.{name}={value}")
-    folder = data_tokenizer(tok)
-    if folder is not None:
-        argv.append(f"--model.tokenizer_path={folder}")
-    args = legacy_args(*argv, config=None)
-    model = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab))
-    trainer = bare_trainer(args, model=model, world_size=world)
-    llm_steps(trainer)
-    with simulated_rank(rank):  # the legacy loader reads the global rank; there is no process group
-        trainer._build_dataloader()
-    return trainer
-
-
-def _short_new_loader(
-    *,
-    data: str,
-    tok: str,
-    seq: int,
-    mbs: int,
-    gbs: int,
-    world: int,
-    tp: int,
-    rank: int,
-    seed: int,
-    shuffle: bool,
-    steps: int,
-    vocab: int = _MODEL_VOCAB,
-    template: str = "empty",
-    text_key: str = "text",
-    train_size: int | None = None,
-    subset: str | None = None,
-    prefetch_factor: int | None = None,
-) -> Any:
-    """The component wired as ``HyperTrainer`` wires it: tokenizer component, dp rank = rank // tp."""
-    from hyper_parallel.components.dataloader import data_parallel_rank
-    from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
-    from hyper_parallel.trainer.legacy_mapping import dataloader_config
-
-    data_type, path = data_source(data)
-    folder = data_tokenizer(tok)
-    tokenizer = None
-    if not (data_type == "preset_pt" and folder is None):  # HyperTrainer._init_tokenizer's rule
-        path_field = None if folder is None else str(folder)
-        tokenizer = HuggingFaceTokenizer.Config(path=path_field).build(vocab_size=vocab)
-    config = dataloader_config(
-        data_type,
-        train_path=str(path),
-        shuffle=shuffle,
-        template=template,
-        text_key=text_key,
-        train_size=train_size,
-        subset=subset,
-        prefetch_factor=prefetch_factor,
-    )
-    return config.build(
-        seq_len=seq,
-        local_batch_size=mbs,
-        global_batch_size=gbs,
-        seed=seed,
-        dp_world_size=world // tp,
-        dp_rank=data_parallel_rank(rank, tp),
-        tokenizer=tokenizer,
-        training_steps=steps,
-        vocab_size=vocab,
-    )
-
 
 def _epoch_tree(loader: Any, sampler: Any, training_steps: int, grad_accum: int, n: int | None):
     """The rank's epoch (or its first ``n`` batches), its sampler indices and the bookkeeping."""
@@ -450,14 +255,14 @@ def _epoch_tree(loader: Any, sampler: Any, training_steps: int, grad_accum: int,
 
 
 def legacy_epoch(*, n: int | None = None, **kw: Any) -> dict[str, Any]:
-    trainer = _short_legacy_trainer(**kw)
+    trainer = short_legacy_trainer(**kw)
     return _epoch_tree(
         trainer.train_dataloader, trainer.sampler, trainer.state.max_steps, trainer._grad_accum, n
     )
 
 
 def new_epoch(*, n: int | None = None, **kw: Any) -> dict[str, Any]:
-    loader = _short_new_loader(**kw)
+    loader = short_new_loader(**kw)
     return _epoch_tree(loader, loader.sampler, loader.training_steps, loader.grad_accum, n)
 
 
@@ -476,11 +281,11 @@ def _resume_tree(make: Any, k: int) -> dict[str, Any]:
 
 
 def legacy_resume(*, k: int, **kw: Any) -> dict[str, Any]:
-    return _resume_tree(lambda: _short_legacy_trainer(**kw).train_dataloader, k)
+    return _resume_tree(lambda: short_legacy_trainer(**kw).train_dataloader, k)
 
 
 def new_resume(*, k: int, **kw: Any) -> dict[str, Any]:
-    return _resume_tree(lambda: _short_new_loader(**kw), k)
+    return _resume_tree(lambda: short_new_loader(**kw), k)
 
 
 def _error_tree(build: Any) -> dict[str, Any]:
@@ -493,11 +298,11 @@ def _error_tree(build: Any) -> dict[str, Any]:
 
 
 def legacy_error(**kw: Any) -> dict[str, Any]:
-    return _error_tree(lambda: _short_legacy_trainer(**kw))
+    return _error_tree(lambda: short_legacy_trainer(**kw))
 
 
 def new_error(**kw: Any) -> dict[str, Any]:
-    return _error_tree(lambda: _short_new_loader(**kw))
+    return _error_tree(lambda: short_new_loader(**kw))
 
 
 _BASE = dict(seq=16, mbs=4, gbs=8, world=1, tp=1, rank=0, seed=0, shuffle=True, steps=100)
@@ -569,41 +374,37 @@ ERROR_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_text", "tok": "asset", "text_key": "body"},  # no such column
 )
 
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_pad",
     params=PAD_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_epoch,
     new=new_epoch,
 )
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_split",
     params=SPLIT_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_epoch,
     new=new_epoch,
 )
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_resume",
     params=RESUME_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_resume,
     new=new_resume,
 )
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_error",
     params=ERROR_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_error,
     new=new_error,
 )
 
 # Tier B: the component alone on a few of the layouts above (first 4 batches; resume in full).
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_pad_golden",
     params=(
         {**PAD_CASES[1], "n": 4},  # short_text, pad id 2
@@ -612,14 +413,12 @@ REGISTRY.grid(
         {**SPLIT_CASES[4], "n": 4},  # short_text, rank 2 of 3
     ),
     kind="batches",
-    tags=("dataloader",),
     producer=new_epoch,
     backends=("torch", "mindspore"),
 )
-REGISTRY.golden(
+SUITE.golden(
     "dataloader_resume_golden",
     kind="batches",
-    tags=("dataloader",),
     params=RESUME_CASES[0],
     producer=new_resume,
     backends=("torch", "mindspore"),
@@ -670,25 +469,25 @@ def _groups_tree(groups: Any, grad_accum: int) -> dict[str, Any]:
 
 
 def legacy_groups(**kw: Any) -> dict[str, Any]:
-    trainer = _short_legacy_trainer(**kw)
+    trainer = short_legacy_trainer(**kw)
     return _groups_tree(trainer._make_micro_batch_iterator(), trainer._grad_accum)
 
 
 def new_groups(**kw: Any) -> dict[str, Any]:
-    loader = _short_new_loader(**kw)
+    loader = short_new_loader(**kw)
     return _groups_tree(loader.micro_batch_iterator(), loader.grad_accum)
 
 
 def legacy_groups_epoch(*, epoch: int, **kw: Any) -> dict[str, Any]:
     """The legacy train loop's epoch start: ``sampler.set_epoch(epoch)``, then the grouped iterator."""
-    trainer = _short_legacy_trainer(**kw)
+    trainer = short_legacy_trainer(**kw)
     trainer.sampler.set_epoch(epoch)
     return _groups_tree(trainer._make_micro_batch_iterator(), trainer._grad_accum)
 
 
 def new_groups_epoch(*, epoch: int, **kw: Any) -> dict[str, Any]:
     """``HyperTrainer``'s epoch start: ``dataloader.set_epoch(epoch)``, then ``micro_batch_iterator()``."""
-    loader = _short_new_loader(**kw)
+    loader = short_new_loader(**kw)
     loader.set_epoch(epoch)
     return _groups_tree(loader.micro_batch_iterator(), loader.grad_accum)
 
@@ -708,36 +507,32 @@ GROUP_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_alpaca", "tok": "eos1", "mbs": 2, "gbs": 8, "world": 2, "rank": 1, "seed": 4},
 )
 
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_fields",
     params=[{**_params, "n": 4} for _params in FIELD_CASES],
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_epoch,
     new=new_epoch,
 )
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_fields_error",
     params=FIELD_ERROR_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_error,
     new=new_error,
 )
-REGISTRY.grid(
+SUITE.grid(
     "dataloader_micro_batch_groups",
     params=GROUP_CASES,
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_groups,
     new=new_groups,
 )
 # A later epoch (the reshuffle ``set_epoch`` drives): epoch 2 of the first grouping case.
-REGISTRY.pair(
+SUITE.pair(
     "dataloader_set_epoch_groups",
     params={**GROUP_CASES[0], "epoch": 2},
     kind="batches",
-    tags=("dataloader",),
     legacy=legacy_groups_epoch,
     new=new_groups_epoch,
 )

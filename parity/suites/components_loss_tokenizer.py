@@ -23,7 +23,6 @@ import contextlib
 import functools
 import json
 import os
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,19 +30,20 @@ from typing import Any
 from hypothesis import strategies as st
 
 from parity import assets, canonical
+from parity.builders import TOKENIZER_VARIANTS, variant_root, tokenizer_variant
 from parity.cases import REGISTRY
+from parity.legacy_driver import debug_model, legacy_args
 
 __all__ = [
     "TEXTS",
     "TOKENIZER_VARIANTS",
     "model_batch",
-    "debug_model",
+    "cached_debug_model",
     "legacy_tokenizer",
     "new_tokenizer",
     "tokenizer_variant",
 ]
 
-_DEBUG_YAML = Path(__file__).resolve().parents[2] / "examples" / "debug" / "train.yaml"
 _VOCAB = 2048  # the debug flavour's vocab_size (checked against the model config below)
 
 # Edge cases added to the multilingual corpus of the shipped tokenizer.
@@ -68,34 +68,18 @@ def _corpus() -> tuple[str, ...]:
 
 
 TEXTS: tuple[str, ...] = _corpus() + _EDGE_TEXTS
-TOKENIZER_VARIANTS = ("asset", "bos_eos", "pad", "no_eos")
 
 
 # ----------------------------------------------------------------------------- legacy drivers
 
 
-def _legacy_args(*overrides: str):
-    os.environ.setdefault("HYPER_PARALLEL_PLATFORM", "torch")
-    from hyper_parallel.trainer.config import LegacyTrainerArgs, parse_args
-    from hyper_parallel.trainer.utils.discovery import discover_model_spec
-
-    args = parse_args(LegacyTrainerArgs, [str(_DEBUG_YAML), *overrides])
-    discover_model_spec(args.model.name)
-    return args
-
-
 @functools.cache
-def debug_model(seed: int, dtype: str = "float32"):
-    """The debug Qwen3.5 model with seeded weights (cached: only gradients change between uses)."""
-    import torch
-
-    from hyper_parallel.models.qwen3_5 import build_qwen3_5
-
-    torch.manual_seed(seed)
-    model = build_qwen3_5(_legacy_args())
+def cached_debug_model(seed: int, dtype: str = "float32") -> Any:
+    """``debug_model`` kept per seed and dtype: the cases here change only its gradients."""
+    model = debug_model(seed, dtype=dtype)
     if model.config.vocab_size != _VOCAB:
         raise AssertionError(f"debug flavour vocab_size changed to {model.config.vocab_size}; update _VOCAB")
-    return model.to(getattr(torch, dtype))
+    return model
 
 
 def model_batch(*, batch: int, seq: int, data_seed: int, ignore: str):
@@ -160,24 +144,24 @@ def _component_loss(model, input_ids, labels, chunks: int) -> dict[str, Any]:
 def legacy_loss(*, seed: int, dtype: str, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
     del chunks  # the legacy model has one loss
     ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
-    return _legacy_forward_loss(debug_model(seed, dtype), ids, labels)
+    return _legacy_forward_loss(cached_debug_model(seed, dtype), ids, labels)
 
 
 def new_loss(*, seed: int, dtype: str, batch: int, seq: int, data_seed: int, ignore: str, chunks: int):
     ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
-    return _component_loss(debug_model(seed, dtype), ids, labels, chunks)
+    return _component_loss(cached_debug_model(seed, dtype), ids, labels, chunks)
 
 
 def legacy_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
     del chunks
     ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
-    return {**_legacy_forward_loss(debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
+    return {**_legacy_forward_loss(cached_debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
 
 
 def new_loss_drawn(*, chunks: int, batch: int, seq: int, data_seed: int, ignore_pct: int):
     ids, labels = _pct_batch(batch=batch, seq=seq, data_seed=data_seed, ignore_pct=ignore_pct)
     tokens = _new_tokens(_new_loss(chunks), labels)
-    return {**_component_loss(debug_model(0), ids, labels, chunks), "tokens": tokens}
+    return {**_component_loss(cached_debug_model(0), ids, labels, chunks), "tokens": tokens}
 
 
 def _legacy_tokens(labels) -> list[int]:
@@ -205,15 +189,14 @@ class _Leaf:
 
 def _component_loss_golden_mindspore(*, seed: int, ids: Any, labels: Any, chunks: int) -> dict[str, Any]:
     """The MindSpore side of ``component_loss_golden``: the same integer batch, the platform's debug
-    model (``components_optim.debug_model``), the gradient w.r.t. the logits from ``platform.backward``."""
+    model (``parity.legacy_driver.debug_model``), the gradient w.r.t. the logits from ``platform.backward``."""
     import mindspore as ms
 
     from hyper_parallel.platform import get_platform
-    from parity.suites.components_optim import debug_model as platform_debug_model
 
     platform = get_platform()
     ids, labels = platform.as_int64(ids.tolist()), platform.as_int64(labels.tolist())
-    logits = platform.detached_copy(platform_debug_model(seed).forward_logits(ids))
+    logits = platform.detached_copy(debug_model(seed).forward_logits(ids))
     leaf = _Leaf(ms.Parameter(logits, name="logits"))
     loss_fn = _new_loss(chunks)
 
@@ -235,7 +218,7 @@ def component_loss_golden(*, seed: int, batch: int, seq: int, data_seed: int, ig
     if get_platform().name != "torch":
         return _component_loss_golden_mindspore(seed=seed, ids=ids, labels=labels, chunks=chunks)
     with torch.no_grad():
-        logits = debug_model(seed).forward_logits(ids)
+        logits = cached_debug_model(seed).forward_logits(ids)
     logits.requires_grad_(True)
     loss = _new_loss(chunks)(logits, labels)
     loss.backward()
@@ -259,7 +242,7 @@ def legacy_loss_ignore_index(
     ids, labels, _ = _relabelled_batch(
         ignore_index=ignore_index, batch=batch, seq=seq, data_seed=data_seed, ignore=ignore
     )
-    return {**_legacy_forward_loss(debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
+    return {**_legacy_forward_loss(cached_debug_model(0), ids, labels), "tokens": _legacy_tokens(labels)}
 
 
 def new_loss_ignore_index(
@@ -274,7 +257,7 @@ def new_loss_ignore_index(
         loss = CrossEntropyLoss.Config(ignore_index=ignore_index).build()
     else:
         loss = ChunkedCELoss.Config(chunks=chunks, ignore_index=ignore_index).build()
-    model = debug_model(0)
+    model = cached_debug_model(0)
     _clear_grads(model)
     return {
         **_loss_and_grads(model, loss(model.forward_logits(ids), labels)),
@@ -296,7 +279,7 @@ def legacy_loss_reduction(*, reduction: str, chunks: int, batch: int, seq: int, 
 
     del chunks
     ids, labels = model_batch(batch=batch, seq=seq, data_seed=data_seed, ignore=ignore)
-    model = debug_model(0)
+    model = cached_debug_model(0)
     _clear_grads(model)
     logits = model.forward_logits(ids)
     shift = F.pad(labels, (0, 1), value=-100)[..., 1:]
@@ -314,7 +297,7 @@ def new_loss_reduction(*, reduction: str, chunks: int, batch: int, seq: int, dat
         loss = CrossEntropyLoss.Config(reduction=reduction).build()
     else:
         loss = ChunkedCELoss.Config(chunks=chunks, reduction=reduction).build()
-    model = debug_model(0)
+    model = cached_debug_model(0)
     _clear_grads(model)
     return _loss_and_grads_any(model, loss(model.forward_logits(ids), labels))
 
@@ -322,51 +305,12 @@ def new_loss_reduction(*, reduction: str, chunks: int, batch: int, seq: int, dat
 # ----------------------------------------------------------------------------- tokenizers
 
 
-@functools.cache
-def _variant_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="parity-tokenizers-"))
-
-
-@functools.cache
-def tokenizer_variant(name: str) -> Path:
-    """A tokenizer folder: the shipped asset or a deterministic variant written to a temp folder.
-
-    ``bos_eos``: a post-processor adds ``<|im_start|>`` before and ``<|endoftext|>`` after (so
-    ``add_special_tokens`` matters); ``pad``: ``pad_token`` ``<|im_end|>`` in the config;
-    ``no_eos``: no eos token (so there is no pad id at all).
-    """
-    src = assets.tokenizer_dir()
-    if name == "asset":
-        return src
-    if name not in TOKENIZER_VARIANTS:
-        raise ValueError(f"tokenizer variant {name!r}: expected one of {', '.join(TOKENIZER_VARIANTS)}")
-    from tokenizers import Tokenizer, processors
-
-    out = _variant_root() / name
-    out.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
-    config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
-    if name == "bos_eos":
-        tok.post_processor = processors.TemplateProcessing(
-            single="<|im_start|> $A <|endoftext|>",
-            pair="<|im_start|> $A <|endoftext|> $B:1 <|endoftext|>:1",
-            special_tokens=[("<|im_start|>", 1), ("<|endoftext|>", 0)],
-        )
-    elif name == "pad":
-        config["pad_token"] = "<|im_end|>"
-    else:
-        config.pop("eos_token", None)
-    tok.save(str(out / "tokenizer.json"))
-    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-    return out
-
-
 def legacy_tokenizer(path: str | os.PathLike, vocab_size: int | None = _VOCAB, *overrides: str):
     """The tokenizer ``LLMTrainer._build_model_assets`` builds (model stub with ``config.vocab_size``)."""
     from hyper_parallel.trainer.base import BaseTrainer
     from hyper_parallel.trainer.llm_trainer import LLMTrainer
 
-    args = _legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}", *overrides)
+    args = legacy_args("--data.type=hf_datasets", f"--model.tokenizer_path={path}", *overrides)
     base = BaseTrainer.__new__(BaseTrainer)
     base.args = args
     stub = SimpleNamespace(config=SimpleNamespace(vocab_size=vocab_size)) if vocab_size else None
@@ -421,7 +365,7 @@ def _pad_override_folder(variant: str, pad_token: str) -> Path:
     """``variant``'s folder with ``pad_token`` written into its tokenizer_config (the legacy way to
     get the pad token that ``HuggingFaceTokenizer.Config.pad_token`` asks for)."""
     src = tokenizer_variant(variant)
-    out = _variant_root() / f"{variant}-pad-{pad_token.strip('<|>')}"
+    out = variant_root() / f"{variant}-pad-{pad_token.strip('<|>')}"
     out.mkdir(parents=True, exist_ok=True)
     config = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
     config["pad_token"] = pad_token
@@ -500,7 +444,7 @@ def new_vocab_refusal(*, vocab_size: int):
     from hyper_parallel.trainer.hyper_trainer import HyperTrainer
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
-    args = _legacy_args(
+    args = legacy_args(
         "--data.type=hf_datasets",
         f"--model.tokenizer_path={tokenizer_variant('asset')}",
         f"--model.vocab_size={vocab_size}",
@@ -558,18 +502,20 @@ _LOSS_PAIRS = (
     {"ignore": "prompt", "chunks": 64, "batch": 1, "seq": 20},  # more chunks than rows
 )
 
-REGISTRY.grid(
+LOSS = REGISTRY.suite(tags=("loss",))
+TOKENIZER = REGISTRY.suite(tags=("tokenizer",))
+
+LOSS.grid(
     "component_loss_vs_legacy",
     params=[{**_LOSS_BASE, **_extra} for _extra in _LOSS_PAIRS],
     kind="losses",
-    tags=("loss",),
     seed=0,
     legacy=legacy_loss,
     new=new_loss,
 )
 
 # ignore_index other than -100 (legacy: always -100, so its labels use -100 at the same places).
-REGISTRY.grid(
+LOSS.grid(
     "component_loss_ignore_index_vs_legacy",
     params=[
         {"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra}
@@ -581,14 +527,13 @@ REGISTRY.grid(
         )
     ],
     kind="losses",
-    tags=("loss",),
     seed=0,
     legacy=legacy_loss_ignore_index,
     new=new_loss_ignore_index,
 )
 
 # reduction sum / none against the legacy formula with that reduction.
-REGISTRY.grid(
+LOSS.grid(
     "component_loss_reduction_vs_legacy",
     params=[
         {"batch": 2, "seq": 16, "data_seed": 7, "ignore": "random", **_extra}
@@ -600,7 +545,6 @@ REGISTRY.grid(
         )
     ],
     kind="losses",
-    tags=("loss",),
     seed=0,
     legacy=legacy_loss_reduction,
     new=new_loss_reduction,
@@ -612,11 +556,10 @@ _LOSS_STRATEGIES = {
     "data_seed": st.integers(0, 2**16),
     "ignore_pct": st.sampled_from([0, 10, 50, 90, 100]),
 }
-REGISTRY.grid(
+LOSS.grid(
     "component_loss_drawn_vs_legacy",
     params=[{"chunks": _chunks} for _chunks in (0, 4)],
     kind="losses",
-    tags=("loss",),
     seed=0,
     legacy=legacy_loss_drawn,
     new=new_loss_drawn,
@@ -638,7 +581,7 @@ for _extra in (
         backends=("torch", "mindspore"),
     )
 
-REGISTRY.grid(
+TOKENIZER.grid(
     "component_tokenizer_vs_legacy",
     params=[
         {"variant": _variant, "special": _special}
@@ -652,70 +595,63 @@ REGISTRY.grid(
         )
     ],
     kind="token_ids",
-    tags=("tokenizer",),
     legacy=legacy_token_ids,
     new=new_token_ids,
 )
 
 # Config.pad_token on a tokenizer with a pad token of its own (variant "pad": <|im_end|>) and on
 # one without (asset): the Config wins in both (legacy: the same token in tokenizer_config.json).
-REGISTRY.grid(
+TOKENIZER.grid(
     "component_tokenizer_config_pad_vs_legacy",
     params=[
         {"variant": _variant, "pad": _pad} for _variant, _pad in (("pad", "endoftext"), ("asset", "im_end"))
     ],
     kind="token_ids",
-    tags=("tokenizer",),
     legacy=legacy_config_pad,
     new=new_config_pad,
 )
 
-REGISTRY.pair(
+TOKENIZER.pair(
     "component_tokenizer_trust_remote_code_vs_legacy",
     kind="token_ids",
-    tags=("tokenizer",),
     params={"trust_remote_code": False},
     legacy=legacy_trust_remote_code,
     new=new_trust_remote_code,
 )
 
 # A tokenizer (512 ids) larger than model.vocab_size: both sides refuse with the same error.
-REGISTRY.pair(
+TOKENIZER.pair(
     "trainer_tokenizer_vocab_refusal_vs_legacy",
     kind="token_ids",
-    tags=("tokenizer",),
     params={"vocab_size": 64},
     legacy=legacy_vocab_refusal,
     new=new_vocab_refusal,
 )
 
-REGISTRY.grid(
+TOKENIZER.grid(
     "component_tokenizer_drawn_vs_legacy",
     params=[{"variant": _variant} for _variant in ("asset", "bos_eos")],
     kind="token_ids",
-    tags=("tokenizer",),
     legacy=legacy_token_ids,
     new=new_token_ids,
     strategies={"special": st.booleans(), "texts": st.lists(st.text(max_size=48), max_size=4)},
 )
 
-REGISTRY.grid(
+TOKENIZER.grid(
     "component_tokenizer_transform_vs_legacy",
     params=[{"variant": _variant, "cutoff": 64, "rows": 24} for _variant in ("asset", "pad", "no_eos")],
     kind="token_ids",
-    tags=("tokenizer",),
     legacy=legacy_transform,
     new=new_transform,
 )
 
-REGISTRY.grid(
+TOKENIZER.grid(
     "component_tokenizer",
     params=[
         {"variant": _variant, "special": _special}
         for _variant, _special in (("asset", True), ("bos_eos", True), ("bos_eos", False))
     ],
     kind="token_ids",
-    tags=("tokenizer",),
     producer=new_token_ids,
     backends=("torch", "mindspore"),
 )

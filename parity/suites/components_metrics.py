@@ -25,14 +25,12 @@ from typing import Any
 from unittest import mock
 
 from parity import canonical
+from parity.builders import FLOPS_PER_TOKEN, PEAK_TFLOPS, FixedClock
 from parity.cases import REGISTRY
 
 RECORD_KEYS = ("step", "loss", "grad_norm", "lr", "step_time", "tokens_per_sec", "aux_loss", "tflops", "mfu")
 LEGACY_LOGGER = "hyper_parallel.trainer.callbacks.logging"
 NEW_LOGGER = "hyper_parallel.components.metrics"
-# model_flops_per_token / peak_tflops used when a setup asks for tflops and MFU.
-FLOPS_PER_TOKEN = 6 * 1_234_567
-PEAK_TFLOPS = 312.5
 
 
 @dataclass(frozen=True)
@@ -111,29 +109,6 @@ class RunOutput:
     records: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-
-
-class FixedClock:
-    """Pins the step clock of both sides to ``now`` while active (not ``time.time`` globally)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def time(self) -> float:
-        return self.now
-
-    @contextlib.contextmanager
-    def pinned(self) -> Iterator[FixedClock]:
-        from hyper_parallel.platform import get_platform
-        from hyper_parallel.trainer.callbacks import logging as legacy_logging
-
-        # The legacy callback calls time.time(); the new path reads the platform's wall_time
-        # (an instance attribute that shadows the class's, deleted on exit).
-        with (
-            mock.patch.object(legacy_logging, "time", self),
-            mock.patch.object(get_platform(), "wall_time", self.time),
-        ):
-            yield self
 
 
 class _LineCollector(logging.Handler):
@@ -378,19 +353,18 @@ CASE_PARAMS = (
     {"steps": 12, "log_steps": 10, "tb_log_steps": 4, "throughput": True, "flops": False, "aux": False},
 )
 
-REGISTRY.grid(
+SUITE = REGISTRY.suite(tags=("metrics",))
+SUITE.grid(
     "metrics_processor_vs_callbacks",
     params=CASE_PARAMS,
     kind="metrics",
-    tags=("metrics",),
     legacy=legacy_case,
     new=new_case,
 )
-REGISTRY.grid(
+SUITE.grid(
     "metrics_processor",
     params=CASE_PARAMS,
     kind="metrics",
-    tags=("metrics",),
     producer=new_case,
     backends=("torch", "mindspore"),
 )
@@ -426,7 +400,6 @@ class FakeWandb:
 @contextlib.contextmanager
 def fake_wandb() -> Iterator[FakeWandb]:
     import sys
-    from unittest import mock
 
     fake = FakeWandb()
     with mock.patch.dict(sys.modules, {"wandb": fake}):
@@ -493,19 +466,17 @@ def new_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
     }
 
 
-REGISTRY.pair(
+SUITE.pair(
     "metrics_wandb_init",
     kind="metrics",
-    tags=("metrics",),
     params={"run_name": "parity-run", "project": "hp-parity"},
     legacy=legacy_wandb_init,
     new=new_wandb_init,
 )
-REGISTRY.grid(
+SUITE.grid(
     "metrics_wandb_mapped",
     params=[{"report_to": _report_to, "run_name": "mapped-run"} for _report_to in ("wandb", "none")],
     kind="metrics",
-    tags=("metrics",),
     legacy=legacy_wandb_mapped,
     new=new_wandb_mapped,
 )

@@ -41,22 +41,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from parity import canonical
+from parity.builders import (
+    DEBUG_LR,
+    DEBUG_LR_MIN,
+    DEBUG_WEIGHT_DECAY,
+    MAX_GRAD_NORM,
+    debug_optimizer_fields,
+    debug_scheduler_fields,
+    legacy_lr_curve,
+    lr_curve_of,
+    new_lr_curve,
+    new_optimizers,
+    new_schedulers,
+    one_param_optimizer,
+)
 from parity.cases import REGISTRY
-from parity.legacy_driver import DEBUG_YAML, bare_trainer, legacy_args
-
-# The debug recipe's optimizer section, read from the YAML the legacy side parses (one source).
-_DEBUG_OPTIMIZER = yaml.safe_load(DEBUG_YAML.read_text(encoding="utf-8"))["train"]["optimizer"]
-DEBUG_LR = float(_DEBUG_OPTIMIZER["lr"])
-DEBUG_LR_MIN = float(_DEBUG_OPTIMIZER["lr_min"])
-DEBUG_WARMUP_RATIO = float(_DEBUG_OPTIMIZER["lr_warmup_ratio"])
-DEBUG_WEIGHT_DECAY = float(_DEBUG_OPTIMIZER["weight_decay"])
-MAX_GRAD_NORM = float(_DEBUG_OPTIMIZER["max_grad_norm"])
-# Steps past T in each LR curve: the legacy cosine is not clamped there.
-PAST_END = 5
-
+from parity.legacy_driver import bare_trainer, debug_model, legacy_args
 
 # ----------------------------------------------------------------------------- harness helpers
 
@@ -81,35 +82,6 @@ def optimizer_overrides(
         f"--train.optimizer.weight_decay={weight_decay!r}",
         f"--train.optimizer.betas=[{yaml_float(beta1)},{yaml_float(beta2)}]",
     ]
-
-
-def debug_model(seed: int, *, frozen: str = "none"):
-    """The debug Qwen3.5 model (tied embeddings) with seeded weights; ``frozen``: name substring.
-
-    On torch, the legacy builder (``build_qwen3_5``, the tier A pairs' model); on MindSpore, the
-    debug flavour's ``Qwen3_5Config.build()`` (``model_mindspore.py``: same FQNs and tying, its own
-    RNG draws), seeded through the platform.
-    """
-    from hyper_parallel.platform import get_platform
-
-    platform = get_platform()
-    if platform.name == "torch":
-        import torch
-
-        from hyper_parallel.models.qwen3_5 import build_qwen3_5
-
-        torch.manual_seed(seed)
-        model = build_qwen3_5(legacy_args())
-    else:
-        from hyper_parallel.models.qwen3_5.config import FLAVORS, Qwen3_5Config
-
-        platform.manual_seed(seed)
-        model = Qwen3_5Config(**FLAVORS["debug"]).build()
-    if frozen != "none":
-        for name, param in model.named_parameters():
-            if frozen in name:
-                param.requires_grad = False
-    return model
 
 
 def batches(seed: int, steps: int, *, vocab: int = 2048, batch: int = 2, seq: int = 16) -> list[Any]:
@@ -205,61 +177,7 @@ def trained_state(model, optimizer, scheduler) -> dict[str, Any]:
     )
 
 
-def lr_curve_of(scheduler, optimizer, steps: int) -> list:
-    """``get_last_lr()`` at build, then after each of ``steps + PAST_END`` steps."""
-    curve = [scheduler.get_last_lr()]
-    for _ in range(steps + PAST_END):
-        optimizer.step()
-        scheduler.step()
-        curve.append(scheduler.get_last_lr())
-    return canonical.lr_curve(curve)
-
-
-def zeros_parameter(numel: int) -> Any:
-    """A float32 zero Parameter of ``numel`` elements, of the process platform's framework
-    (``torch.nn.Parameter`` / ``mindspore.Parameter``)."""
-    from hyper_parallel.platform import get_platform
-
-    platform = get_platform()
-    if platform.name == "torch":
-        import torch
-
-        return torch.nn.Parameter(torch.zeros(numel))
-    import mindspore as ms
-
-    return ms.Parameter(platform.full((numel,), 0.0, dtype=platform.dtype_from_name("float32")), name="zeros")
-
-
-def one_param_optimizer(lr: float):
-    """An AdamW over one zero parameter (the schedule does not depend on the parameters); the
-    platform's AdamW (torch: ``torch.optim.AdamW`` itself)."""
-    from hyper_parallel.platform import get_platform
-
-    return get_platform().adamw([zeros_parameter(1)], lr=lr)
-
-
 # ----------------------------------------------------------------------------- new-side builders
-
-
-def new_optimizers(model_parts, *, in_backward: bool = False, **fields: Any):
-    from hyper_parallel.components.optimizer import OptimizersContainer, OptimizersInBackwardContainer
-
-    cls = OptimizersInBackwardContainer if in_backward else OptimizersContainer
-    return cls.Config(**fields).build(model_parts=list(model_parts))
-
-
-def new_schedulers(optimizers, *, training_steps: int, **fields: Any):
-    from hyper_parallel.components.lr_scheduler import LRSchedulersContainer
-
-    return LRSchedulersContainer.Config(**fields).build(optimizers=optimizers, training_steps=training_steps)
-
-
-def debug_optimizer_fields(**changes: Any) -> dict[str, Any]:
-    return {"lr": DEBUG_LR, "weight_decay": DEBUG_WEIGHT_DECAY, **changes}
-
-
-def debug_scheduler_fields(**changes: Any) -> dict[str, Any]:
-    return {"lr_warmup_ratio": DEBUG_WARMUP_RATIO, "decay_style": "cosine", "lr_min": DEBUG_LR_MIN, **changes}
 
 
 # ----------------------------------------------------------------------------- param groups
@@ -299,6 +217,9 @@ def new_in_backward_param_groups(**params: Any):
     return new_param_groups(**params, in_backward=True)
 
 
+OPTIMIZER = REGISTRY.suite(tags=("optimizer",))
+LR_SCHEDULER = REGISTRY.suite(tags=("lr_scheduler",))
+
 _GROUP_PARAMS = (
     {
         "seed": 0,
@@ -320,18 +241,16 @@ _GROUP_PARAMS = (
     },
     {"seed": 2, "frozen": "embed", "lr": 0.0, "eps": 0.0, "weight_decay": 0.0, "beta1": 0.0, "beta2": 0.5},
 )
-REGISTRY.grid(
+OPTIMIZER.grid(
     "optim_groups",
     params=_GROUP_PARAMS,
     kind="param_groups",
-    tags=("optimizer",),
     legacy=legacy_param_groups,
     new=new_param_groups,
 )
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_in_backward_groups",
     kind="param_groups",
-    tags=("optimizer",),
     params=_GROUP_PARAMS[1],
     legacy=legacy_param_groups,
     new=new_in_backward_param_groups,
@@ -339,36 +258,6 @@ REGISTRY.pair(
 
 
 # ----------------------------------------------------------------------------- LR curves
-
-
-def legacy_lr_curve(
-    *, steps: int, warmup_ratio: float, decay_style: str, lr_min: float, data_steps: int = -1
-):
-    """Legacy schedule; ``data_steps >= 0`` stands for a dataset that changed ``state.max_steps``."""
-    args = legacy_args(
-        f"--train.max_steps={steps}",
-        f"--train.optimizer.lr_warmup_ratio={warmup_ratio!r}",
-        f"--train.optimizer.lr_decay_style={decay_style}",
-        f"--train.optimizer.lr_min={lr_min!r}",
-    )
-    trainer = bare_trainer(args, max_steps=None if data_steps < 0 else data_steps)
-    trainer.optimizer = one_param_optimizer(args.train.optimizer.lr)
-    trainer._build_lr_scheduler()
-    return lr_curve_of(trainer.lr_scheduler, trainer.optimizer, trainer.state.max_steps)
-
-
-def new_lr_curve(*, steps: int, warmup_ratio: float, decay_style: str, lr_min: float, data_steps: int = -1):
-    """The component built with training_steps = max_steps after the dataset step."""
-    training_steps = steps if data_steps < 0 else data_steps
-    optimizer = one_param_optimizer(DEBUG_LR)
-    schedulers = new_schedulers(
-        optimizer,
-        training_steps=training_steps,
-        lr_warmup_ratio=warmup_ratio,
-        decay_style=decay_style,
-        lr_min=lr_min,
-    )
-    return lr_curve_of(schedulers, optimizer, training_steps)
 
 
 LR_GRID = (
@@ -383,21 +272,19 @@ LR_GRID = (
     # 100 * 0.07 == 7.000000000000001: ceil gives 8 warmup steps (a float hazard for any port).
     {"steps": 100, "warmup_ratio": 0.07, "decay_style": "cosine", "lr_min": 0.0},
 )
-REGISTRY.grid(
+LR_SCHEDULER.grid(
     "lrsched_grid",
     params=LR_GRID,
     kind="lr_curve",
-    tags=("lr_scheduler",),
     legacy=legacy_lr_curve,
     new=new_lr_curve,
 )
 
 # The YAML says 100 steps; the dataset leaves 24 (hf shrink: 198 rows // 8). ceil(24 * 0.1) = 3
 # warmup steps, where a ratio resolved from the YAML would give 10.
-REGISTRY.pair(
+LR_SCHEDULER.pair(
     "lrsched_dataset_shrunk",
     kind="lr_curve",
-    tags=("lr_scheduler",),
     params={"steps": 100, "data_steps": 24, "warmup_ratio": 0.1, "decay_style": "cosine", "lr_min": 1e-5},
     legacy=legacy_lr_curve,
     new=new_lr_curve,
@@ -429,10 +316,9 @@ def new_preset_pt_curve(*, steps: int, stale_steps: int, warmup_ratio: float):
     return new_lr_curve(steps=steps, warmup_ratio=warmup_ratio, decay_style="cosine", lr_min=DEBUG_LR_MIN)
 
 
-REGISTRY.pair(
+LR_SCHEDULER.pair(
     "lrsched_preset_pt_reset",
     kind="lr_curve",
-    tags=("lr_scheduler",),
     params={"steps": 30, "stale_steps": 7, "warmup_ratio": 0.1},
     legacy=legacy_preset_pt_curve,
     new=new_preset_pt_curve,
@@ -457,14 +343,13 @@ def new_lr_max_curve(*, steps: int, warmup_ratio: float, lr_min: float, lr_max: 
 
 
 # lr_max=0.0 must not fall back to the optimizer's lr (0.0 is a value, not "unset").
-REGISTRY.grid(
+LR_SCHEDULER.grid(
     "lrsched_lr_max",
     params=[
         {"steps": 12, "warmup_ratio": 0.25, "lr_min": 4 * DEBUG_LR_MIN, "lr_max": _lr_max}
         for _lr_max in (0.0, 2 * DEBUG_LR)
     ],
     kind="lr_curve",
-    tags=("lr_scheduler",),
     legacy=legacy_lr_max_curve,
     new=new_lr_max_curve,
 )
@@ -487,11 +372,10 @@ def new_warmup_steps_curve(*, steps: int, warmup_steps: int):
 
 
 # warmup_steps past the horizon: W is not clamped to T (the legacy ratio path is not either).
-REGISTRY.grid(
+LR_SCHEDULER.grid(
     "lrsched_warmup_steps",
     params=[{"steps": 4, "warmup_steps": _w} for _w in (3, 6)],
     kind="lr_curve",
-    tags=("lr_scheduler",),
     legacy=legacy_warmup_steps_curve,
     new=new_warmup_steps_curve,
 )
@@ -508,10 +392,9 @@ def _lr_strategies() -> dict[str, Any]:
     }
 
 
-REGISTRY.pair(
+LR_SCHEDULER.pair(
     "lrsched_hypothesis",
     kind="lr_curve",
-    tags=("lr_scheduler",),
     legacy=legacy_lr_curve,
     new=new_lr_curve,
     strategies=_lr_strategies(),
@@ -552,19 +435,17 @@ def new_in_backward_trained(*, seed: int, steps: int, clip: bool):
     return new_trained(seed=seed, steps=steps, clip=False, in_backward=True)
 
 
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_state",
     kind="checkpoint",
-    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": True},
     legacy=legacy_trained,
     new=new_trained,
 )
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_in_backward_state",
     kind="checkpoint",
-    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": False},
     legacy=legacy_trained,
@@ -949,18 +830,16 @@ TOY_GROUP_PARAMS: tuple[dict[str, Any], ...] = (
     {"toy": "parts", "keywords": "minimal"},
     {"toy": "frozen", "keywords": "custom"},
 )
-REGISTRY.grid(
+OPTIMIZER.grid(
     "optim_toy_groups",
     params=TOY_GROUP_PARAMS,
     kind="param_groups",
-    tags=("optimizer",),
     legacy=legacy_toy_groups,
     new=new_toy_groups,
 )
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_toy_in_backward_groups",
     kind="param_groups",
-    tags=("optimizer",),
     params=TOY_GROUP_PARAMS[2],
     legacy=legacy_toy_groups,
     new=new_in_backward_toy_groups,
@@ -971,18 +850,16 @@ TOY_STEP_PARAMS: tuple[dict[str, Any], ...] = (
     {"toy": "parts", "keywords": "custom", "seed": 1},
     {"toy": "frozen", "keywords": "default", "seed": 2},
 )
-REGISTRY.grid(
+OPTIMIZER.grid(
     "optim_toy_step",
     params=TOY_STEP_PARAMS,
     kind="checkpoint",
-    tags=("optimizer",),
     legacy=legacy_toy_stepped,
     new=new_toy_stepped,
 )
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_toy_in_backward_step",
     kind="checkpoint",
-    tags=("optimizer",),
     params={"toy": "parts", "keywords": "default", "seed": 1},
     legacy=legacy_toy_stepped,
     new=new_in_backward_toy_stepped,
@@ -1047,10 +924,9 @@ def _toy_strategies() -> dict[str, Any]:
     return {"spec": _toy_strategy(), "keywords": st.sampled_from(tuple(KEYWORD_SETS))}
 
 
-REGISTRY.pair(
+OPTIMIZER.pair(
     "optim_toy_hypothesis",
     kind="param_groups",
-    tags=("optimizer",),
     legacy=legacy_toy_groups,
     new=new_toy_groups,
     strategies=_toy_strategies(),
@@ -1059,43 +935,38 @@ REGISTRY.pair(
 
 # ----------------------------------------------------------------------------- tier B goldens
 
-REGISTRY.golden(
+OPTIMIZER.golden(
     "optim_new_groups",
     kind="param_groups",
-    tags=("optimizer",),
     params=_GROUP_PARAMS[0],
     producer=new_param_groups,
     backends=("torch", "mindspore"),
 )
-REGISTRY.golden(
+OPTIMIZER.golden(
     "optim_new_state",
     kind="checkpoint",
-    tags=("optimizer",),
     seed=11,
     params={"seed": 0, "steps": 3, "clip": True},
     producer=new_trained,
     backends=("torch", "mindspore"),
 )
-REGISTRY.grid(
+LR_SCHEDULER.grid(
     "lrsched_new_curve",
     params=(LR_GRID[1], LR_GRID[3]),
     kind="lr_curve",
-    tags=("lr_scheduler",),
     producer=new_lr_curve,
     backends=("torch", "mindspore"),
 )
-REGISTRY.golden(
+OPTIMIZER.golden(
     "optim_toy_new_groups",
     kind="param_groups",
-    tags=("optimizer",),
     params=TOY_GROUP_PARAMS[2],
     producer=new_toy_groups,
     backends=("torch", "mindspore"),
 )
-REGISTRY.golden(
+OPTIMIZER.golden(
     "optim_toy_new_step",
     kind="checkpoint",
-    tags=("optimizer",),
     params=TOY_STEP_PARAMS[1],
     producer=new_toy_stepped,
     backends=("torch", "mindspore"),

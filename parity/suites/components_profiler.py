@@ -296,6 +296,8 @@ def new_profile(
     return canonical.canonicalise({**recorder.tree(), "files_written": written}, KIND)
 
 
+SUITE = REGISTRY.suite(tags=("profiler",))
+
 SCHEDULES: tuple[dict[str, Any], ...] = (
     {"enabled": True, "wait": 1, "warmup": 1, "active": 3, "steps": 7},  # the defaults, spelled out
     {"enabled": True, "steps": 7},  # the schedule defaults left to each side
@@ -309,11 +311,10 @@ SCHEDULES: tuple[dict[str, Any], ...] = (
     {"enabled": True, "wait": 1, "warmup": 1, "active": 2, "steps": 5, "rank": 3, "output_dir": "my_traces"},
     {"enabled": True, "wait": 0, "warmup": 1, "active": 2, "steps": 4, "device": "cuda"},
 )
-REGISTRY.grid(
+SUITE.grid(
     "profiler_run",
     params=SCHEDULES,
     kind=KIND,
-    tags=("profiler",),
     legacy=legacy_profile,
     new=new_profile,
 )
@@ -331,10 +332,9 @@ def _profile_strategies() -> dict[str, Any]:
     }
 
 
-REGISTRY.pair(
+SUITE.pair(
     "profiler_run_hypothesis",
     kind=KIND,
-    tags=("profiler",),
     legacy=legacy_profile,
     new=new_profile,
     strategies=_profile_strategies(),
@@ -369,9 +369,9 @@ def new_defaults():
     return canonical.canonicalise({"schema": values, "parsed": values, "code_fallback": values}, KIND)
 
 
-REGISTRY.pair("profiler_defaults", kind=KIND, tags=("profiler",), legacy=legacy_defaults, new=new_defaults)
+SUITE.pair("profiler_defaults", kind=KIND, legacy=legacy_defaults, new=new_defaults)
 
 
 # ----------------------------------------------------------------------------- tier B golden
 
-REGISTRY.golden("profiler_new_run", kind=KIND, tags=("profiler",), params=SCHEDULES[1], producer=new_profile)
+SUITE.golden("profiler_new_run", kind=KIND, params=SCHEDULES[1], producer=new_profile)

@@ -33,12 +33,8 @@ from typing import Any
 
 from parity import assets, canonical
 from parity.assets import build_assets
+from parity.builders import register_source, short_legacy_trainer, short_new_loader
 from parity.cases import REGISTRY
-from parity.suites.components_dataloader import (
-    _short_legacy_trainer,
-    _short_new_loader,
-    register_source,
-)
 
 __all__ = ["checked_grid_json", "legacy_grid", "new_grid"]
 
@@ -118,12 +114,12 @@ def _grid_tree(batches: list[Any], training_steps: int, data: str) -> dict[str, 
 
 
 def legacy_grid(*, data: str, seq: int, template: str = "empty", text_key: str = "text") -> dict[str, Any]:
-    trainer = _short_legacy_trainer(**_loader_kwargs(data, seq, template, text_key))
+    trainer = short_legacy_trainer(**_loader_kwargs(data, seq, template, text_key))
     return _grid_tree(list(trainer.train_dataloader), trainer.state.max_steps, data)
 
 
 def new_grid(*, data: str, seq: int, template: str = "empty", text_key: str = "text") -> dict[str, Any]:
-    loader = _short_new_loader(**_loader_kwargs(data, seq, template, text_key))
+    loader = short_new_loader(**_loader_kwargs(data, seq, template, text_key))
     return _grid_tree(list(loader), loader.training_steps, data)
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from parity.callback_events import DETERMINISTIC_METRICS, EventRecorder
 from parity.cases import REGISTRY
+from parity.e2e import WorkDir
 from parity.legacy_driver import legacy_args
-from parity.suites.e2e_trainer import _workdir
 
 __all__ = ["DETERMINISTIC_METRICS", "EventRecorder", "legacy_events", "new_events", "run_events"]
 
@@ -49,7 +49,7 @@ def run_events(
         f"--train.logging.log_steps={log_steps}",
         f"--train.global_batch_size={global_batch_size}",
     )
-    with _workdir(None) as root:
+    with WorkDir(None) as root:
         fresh = _train(kind, root, f"--train.max_steps={steps}", *common)
         resumed = _train(
             kind,

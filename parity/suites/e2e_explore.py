@@ -2,7 +2,7 @@
 
 Three families, all comparing ``LLMTrainer`` with ``HyperTrainer`` built from the same legacy YAML
 (through the legacy mapping or through ``--module qwen3_5 --config debug`` plus flags, as the point's
-``route`` says), every artifact of ``parity.suites.e2e_trainer.RUN_ARTIFACTS`` bit for bit (the
+``route`` says), every artifact of ``parity.e2e.RUN_ARTIFACTS`` bit for bit (the
 recipe artifacts plus ``events``, the user-callback event sequence: with several epochs, a run
 that stops inside or at the end of an earlier epoch must not start the next one):
 
@@ -180,43 +180,32 @@ def _resume(point_k: tuple[dict[str, Any], int]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- registration
+SUITE = REGISTRY.suite(tags=(TAG,), kind="e2e_explore", seed=_SEED)
 for _i in range(len(COVERING)):
-    REGISTRY.pair(
+    SUITE.pair(
         "explore_cover",
-        kind="e2e_explore",
-        tags=(TAG,),
-        seed=_SEED,
         params={"point": _i},
         legacy=cover_legacy,
         new=cover_new,
         share=f"explore:{_i}",
         localise="parity.tools.localise_explore:localise_cover",
     )
-REGISTRY.pair(
+SUITE.pair(
     "explore_drawn",
-    kind="e2e_explore",
-    tags=(TAG,),
-    seed=_SEED,
     legacy=drawn_legacy,
     new=drawn_new,
     strategies={"point": points()},
     localise="parity.tools.localise_explore:localise_drawn",
 )
-REGISTRY.pair(
+SUITE.pair(
     "explore_resume",
-    kind="e2e_explore",
-    tags=(TAG,),
-    seed=_SEED,
     legacy=resume_expected,
     new=resume_actual,
     strategies={"point_k": resume_points()},
     localise="parity.tools.localise_explore:localise_resume",
 )
-REGISTRY.pair(
+SUITE.pair(
     "explore_resume_fixed",
-    kind="e2e_explore",
-    tags=(TAG,),
-    seed=_SEED,
     legacy=resume_fixed_expected,
     new=resume_fixed_actual,
     share="explore:resume_fixed",

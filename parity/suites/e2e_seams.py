@@ -1,6 +1,6 @@
 """Trainer seams no end-to-end recipe reaches: the dp rank under tp, ``debug.seed``, throughput (tier A).
 
-The recipes of ``e2e_trainer`` run on one rank (or two data-parallel ranks, where dp rank == global
+The recipes of ``parity.e2e`` run on one rank (or two data-parallel ranks, where dp rank == global
 rank), through the legacy YAML (which has no ``debug.seed``), and compare metric records without
 their timing fields. Three small pairs cover what that leaves out, each well under a second:
 
@@ -31,11 +31,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from parity import assets, canonical
+from parity.builders import FLOPS_PER_TOKEN, PEAK_TFLOPS, FixedClock, loader_summary
 from parity.cases import REGISTRY
+from parity.e2e import WorkDir, side_dirs
 from parity.legacy_driver import bare_trainer, legacy_args, llm_steps, simulated_rank
-from parity.suites.components_dataloader import _summary
-from parity.suites.components_metrics import FLOPS_PER_TOKEN, PEAK_TFLOPS, FixedClock
-from parity.suites.e2e_trainer import _side_dirs, _workdir
 
 __all__ = ["legacy_dp_ranks", "new_dp_ranks", "legacy_seeded_init", "new_seeded_init"]
 
@@ -83,7 +82,7 @@ def legacy_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
         with simulated_rank(rank):
             trainer._build_dataloader()
         out[f"rank{rank}"] = {
-            **_summary(trainer.train_dataloader, trainer.state.max_steps, trainer._grad_accum, _TOKENS),
+            **loader_summary(trainer.train_dataloader, trainer.state.max_steps, trainer._grad_accum, _TOKENS),
             "parallel_dims": _dims(trainer.parallel_dims),
         }
     return out
@@ -122,17 +121,17 @@ def new_dp_ranks(*, world: int, tp: int, cp: int) -> dict[str, Any]:
                     getattr(trainer, f"_init_{name}")()
         loader = trainer.dataloader
         out[f"rank{rank}"] = {
-            **_summary(loader, trainer.state.max_steps, loader.grad_accum, _TOKENS),
+            **loader_summary(loader, trainer.state.max_steps, loader.grad_accum, _TOKENS),
             "parallel_dims": _dims(trainer.parallel_dims),
         }
     return out
 
 
-REGISTRY.grid(
+SUITE = REGISTRY.suite(tags=("e2e",))
+SUITE.grid(
     "trainer_dp_rank",
     params=(dict(world=4, tp=2, cp=1), dict(world=8, tp=2, cp=2)),
     kind="e2e",
-    tags=("e2e",),
     seed=5,
     legacy=legacy_dp_ranks,
     new=new_dp_ranks,
@@ -153,8 +152,8 @@ def legacy_seeded_init(*, seed: int) -> dict[str, Any]:
     """``LLMTrainer`` on the debug YAML with ``train.seed=seed``: its weights after init."""
     from hyper_parallel.trainer import LLMTrainer
 
-    with _workdir(None) as tmp:
-        args = legacy_args(*_side_dirs(tmp), f"--train.seed={seed}", "--train.checkpoint.save_steps=0")
+    with WorkDir(None) as tmp:
+        args = legacy_args(*side_dirs(tmp), f"--train.seed={seed}", "--train.checkpoint.save_steps=0")
         base = LLMTrainer(args).base
         set_epoch = getattr(base.sampler, "set_epoch", None)
         if set_epoch is not None:
@@ -169,7 +168,7 @@ def new_seeded_init(*, seed: int) -> dict[str, Any]:
     """``HyperTrainer`` from the native ``debug`` recipe (``training.seed`` 42) with ``debug.seed=seed``."""
     from hyper_parallel.recipes.qwen3_5 import debug
 
-    with _workdir(None) as tmp:
+    with WorkDir(None) as tmp:
         config = debug()
         config = dataclasses.replace(
             config,
@@ -183,10 +182,9 @@ def new_seeded_init(*, seed: int) -> dict[str, Any]:
         return {**_weights(trainer.model), "first_step": canonical.batches(first)}
 
 
-REGISTRY.pair(
+SUITE.pair(
     "trainer_debug_seed",
     kind="e2e",
-    tags=("e2e",),
     seed=13,
     params={"seed": 13},
     legacy=legacy_seeded_init,
@@ -212,7 +210,7 @@ class TickingClock(FixedClock):
 def _throughput_argv(tmp: str) -> tuple[str, ...]:
     # Padded text rows at 64 tokens: the counted loss tokens are fewer than 8 * 64.
     return (
-        *_side_dirs(tmp),
+        *side_dirs(tmp),
         "--data.type=hf_datasets",
         f"--data.train_path={assets.text_jsonl()}",
         f"--model.tokenizer_path={assets.tokenizer_dir()}",
@@ -241,7 +239,7 @@ def _records(history: list[dict[str, Any]]) -> dict[str, Any]:
 def legacy_throughput() -> dict[str, Any]:
     from hyper_parallel.trainer import LLMTrainer
 
-    with _workdir(None) as tmp, _pinned_clock():
+    with WorkDir(None) as tmp, _pinned_clock():
         trainer = LLMTrainer(legacy_args(*_throughput_argv(tmp)))
         trainer.train()
         return _records(list(trainer.base.state.log_history))
@@ -250,16 +248,15 @@ def legacy_throughput() -> dict[str, Any]:
 def new_throughput() -> dict[str, Any]:
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
-    with _workdir(None) as tmp, _pinned_clock():
+    with WorkDir(None) as tmp, _pinned_clock():
         trainer = legacy_to_trainer_config(legacy_args(*_throughput_argv(tmp))).build()
         trainer.train()
         return _records(list(trainer.state.log_history))
 
 
-REGISTRY.pair(
+SUITE.pair(
     "trainer_throughput",
     kind="e2e",
-    tags=("e2e",),
     seed=0,
     legacy=legacy_throughput,
     new=new_throughput,

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from parity import assets, canonical
+from parity.builders import legacy_lr_curve
 from parity.cases import REGISTRY
+from parity.e2e import StepRecorder, legacy_debug_run, read_checkpoint
 from parity.legacy_driver import bare_trainer, debug_model, legacy_args, llm_steps, simulated_rank
 
 # A fixed multilingual text set for the tokenizer case (scripts, emoji, whitespace, empty).
@@ -30,23 +32,6 @@ TOKENIZER_TEXTS = (
 )
 
 
-class _Recorder:
-    """A user callback keeping each step's loss and grad norm."""
-
-    def __init__(self) -> None:
-        self.losses: list[float] = []
-        self.grad_norms: list[float] = []
-
-    def __getattr__(self, name: str):
-        if name.startswith("on_"):
-            return lambda state, **kwargs: None
-        raise AttributeError(name)
-
-    def on_step_end(self, state, *, loss=None, grad_norm=None) -> None:
-        self.losses.append(float(loss))
-        self.grad_norms.append(float(grad_norm))
-
-
 def run_recipe(*overrides: str) -> dict[str, Any]:
     """Train the debug recipe with ``overrides`` in a temporary folder; return curves and records."""
     from hyper_parallel.trainer import LLMTrainer
@@ -54,51 +39,22 @@ def run_recipe(*overrides: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="parity-legacy-") as tmp:
         args = legacy_args(f"--train.checkpoint.output_dir={tmp}/ckpt", *overrides)
         trainer = LLMTrainer(args)
-        recorder = _Recorder()
+        recorder = StepRecorder()
         trainer.add_callback(recorder)
         trainer.train()
         return {
             "losses": recorder.losses,
             "grad_norms": recorder.grad_norms,
             "log_history": list(trainer.state.log_history),
-            "checkpoint": _read_checkpoint(Path(tmp) / "ckpt") if Path(tmp, "ckpt").exists() else None,
+            "checkpoint": read_checkpoint(Path(tmp) / "ckpt") if Path(tmp, "ckpt").exists() else None,
         }
-
-
-def _read_checkpoint(root: Path) -> dict[str, Any]:
-    """Every artifact of the newest ``step_<N>/`` folder, as plain state.
-
-    The folder's manifest is verified first; the DCP shards are read through the platform's
-    restricted reader (no code runs from a checkpoint, not even in the harness).
-    """
-    import json
-
-    from hyper_parallel.checkpointing import verify_manifest
-    from hyper_parallel.platform import get_platform
-
-    step_dir = max(root.glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
-    verify_manifest(str(step_dir))
-    out: dict[str, Any] = {"dir": step_dir.name}
-    out["model"] = get_platform().dcp_full_state_dict(str(step_dir))
-    for name in ("optimizer_rank0", "scheduler", "rng_rank0", "dataloader_rank0"):
-        out[name] = get_platform().load(step_dir / f"{name}.pt", weights_only=True)
-    out["extra_state"] = json.loads((step_dir / "extra_state.json").read_text())
-    return out
-
-
-def _debug_run() -> dict[str, Any]:
-    # The end-to-end suite's legacy run of the same recipe (checkpoints on, which changes no
-    # numerics): one 20-step run for its pairs and these goldens.
-    from parity.suites.e2e_trainer import legacy_debug_run
-
-    return legacy_debug_run()
 
 
 # ----------------------------------------------------------------------------- producers
 
 
 def recipe_curve() -> dict[str, Any]:
-    run = _debug_run()
+    run = legacy_debug_run()
     # Grad norms are read with .item() from a float32 tensor: their ULPs count in float32 (the
     # logged loss is a float64 token mean of per-micro-batch sums).
     return {
@@ -109,7 +65,7 @@ def recipe_curve() -> dict[str, Any]:
 
 def recipe_metric_keys() -> dict[str, Any]:
     return canonical.metrics(
-        _debug_run()["log_history"],
+        legacy_debug_run()["log_history"],
         deterministic=("step", "loss", "grad_norm", "lr"),
         float_dtypes={"grad_norm": "float32"},
     )
@@ -120,26 +76,6 @@ def param_groups(*, seed: int) -> list[dict]:
     trainer = bare_trainer(legacy_args(), model=model)
     trainer._build_optimizer()
     return canonical.param_groups(trainer.optimizer.param_groups, model.named_parameters())
-
-
-def lr_curve(*, steps: int, warmup_ratio: float, decay_style: str, lr_min: float) -> list:
-    import torch
-
-    args = legacy_args(
-        f"--train.max_steps={steps}",
-        f"--train.optimizer.lr_warmup_ratio={warmup_ratio}",
-        f"--train.optimizer.lr_decay_style={decay_style}",
-        f"--train.optimizer.lr_min={lr_min}",
-    )
-    trainer = bare_trainer(args)
-    trainer.optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=args.train.optimizer.lr)
-    trainer._build_lr_scheduler()
-    curve = [trainer.lr_scheduler.get_last_lr()]
-    for _ in range(steps + 5):  # a few steps past T: the cosine is not clamped
-        trainer.optimizer.step()
-        trainer.lr_scheduler.step()
-        curve.append(trainer.lr_scheduler.get_last_lr())
-    return canonical.lr_curve(curve)
 
 
 def model_loss(*, seed: int, batch: int, seq: int) -> dict[str, Any]:
@@ -190,22 +126,22 @@ def checkpoint_after(*, steps: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- registration
 
-# Both read the e2e dummy recipe's legacy run (``_debug_run``): they share its worker.
+SUITE = REGISTRY.suite(tags=("legacy",))
+# Both read the e2e dummy recipe's legacy run (``parity.e2e.legacy_debug_run``): they share its worker.
 for _name, _kind, _producer in (
     ("legacy_debug_recipe_curve", "train_curve", recipe_curve),
     ("legacy_debug_recipe_metric_keys", "metrics", recipe_metric_keys),
 ):
-    REGISTRY.golden(_name, kind=_kind, tags=("legacy",), seed=42, producer=_producer, share="e2e:dummy")
-REGISTRY.golden(
+    SUITE.golden(_name, kind=_kind, seed=42, producer=_producer, share="e2e:dummy")
+SUITE.golden(
     "legacy_debug_param_groups",
     kind="param_groups",
-    tags=("legacy",),
     seed=0,
     params={"seed": 0},
     producer=param_groups,
 )
 
-REGISTRY.grid(
+SUITE.grid(
     "legacy_lr",
     params=[
         {"steps": _steps, "warmup_ratio": _ratio, "decay_style": _style, "lr_min": _lr_min}
@@ -221,29 +157,25 @@ REGISTRY.grid(
         )
     ],
     kind="lr_curve",
-    tags=("legacy",),
-    producer=lr_curve,
+    producer=legacy_lr_curve,
 )
 
-REGISTRY.golden(
+SUITE.golden(
     "legacy_debug_model_loss",
     kind="losses",
-    tags=("legacy",),
     params={"seed": 0, "batch": 2, "seq": 32},
     producer=model_loss,
 )
-REGISTRY.grid(
+SUITE.grid(
     "legacy_dummy_batches",
     params=[{"dp_shard": _dp, "rank": _rank, "num": 3} for _dp, _rank in ((1, 0), (2, 0), (2, 1))],
     kind="batches",
-    tags=("legacy",),
     producer=dummy_batches,
 )
-REGISTRY.golden("legacy_multilingual", kind="token_ids", tags=("legacy",), producer=tokenizer_ids)
-REGISTRY.golden(
+SUITE.golden("legacy_multilingual", kind="token_ids", producer=tokenizer_ids)
+SUITE.golden(
     "legacy_after_5_steps",
     kind="checkpoint",
-    tags=("legacy",),
     params={"steps": 5},
     producer=checkpoint_after,
 )

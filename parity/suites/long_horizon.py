@@ -39,7 +39,7 @@ _LR_FIELDS = {"warmup_ratio": 0.01, "decay_style": "cosine", "lr_min": 1e-5}
 
 def long_curve(*, recipe: str, steps: int) -> dict[str, Any]:
     """The new side's losses, grad norms and LR per step of ``recipe`` run for ``steps`` steps."""
-    from parity.suites.e2e_trainer import RECIPES, ArtifactError, run_new
+    from parity.e2e import RECIPES, ArtifactError, run_new
 
     if recipe != "dummy":
         raise ValueError(f"long_curve: recipe {recipe!r} is not supported; expected 'dummy'")
@@ -56,7 +56,7 @@ def long_curve(*, recipe: str, steps: int) -> dict[str, Any]:
 
 def lr_values(*, steps: int, warmup_ratio: float, decay_style: str, lr_min: float) -> list[float]:
     """The first param group's LR at build and after each step of the component scheduler."""
-    from parity.suites.components_optim import new_lr_curve
+    from parity.builders import new_lr_curve
 
     curve = new_lr_curve(steps=steps, warmup_ratio=warmup_ratio, decay_style=decay_style, lr_min=lr_min)
     return [float(_first(v).value) for v in curve]

@@ -30,10 +30,10 @@ def _randn_generator(*, numel: int):
 
 _SEED = 1234
 
-REGISTRY.pair(
+SUITE = REGISTRY.suite(tags=("selfcheck",))
+SUITE.pair(
     "reseed",
     kind="rng",
-    tags=("selfcheck",),
     seed=_SEED,
     params={"numel": 96},
     legacy=_randn_global,
@@ -43,7 +43,7 @@ REGISTRY.pair(
 
 def _warmup_cosine_lrs(*, warmup_steps: int, steps: int, lr: float):
     from hyper_parallel.platform import get_platform
-    from parity.suites.components_optim import zeros_parameter
+    from parity.builders import zeros_parameter
 
     platform = get_platform()
     optimizer = platform.adamw([zeros_parameter(2)], lr=lr)
@@ -63,10 +63,9 @@ def _warmup_cosine_lrs(*, warmup_steps: int, steps: int, lr: float):
     return canonical.lr_curve(lrs)
 
 
-REGISTRY.golden(
+SUITE.golden(
     "lambda_warmup_cosine",
     kind="lr_curve",
-    tags=("selfcheck",),
     seed=0,
     params={"warmup_steps": 3, "steps": 12, "lr": 0.001},
     producer=_warmup_cosine_lrs,
@@ -90,10 +89,9 @@ def _adamw_checkpoint(*, dim: int, steps: int):
     return canonical.checkpoint({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
 
 
-REGISTRY.golden(
+SUITE.golden(
     "adamw_tiny",
     kind="checkpoint",
-    tags=("selfcheck",),
     seed=7,
     params={"dim": 4, "steps": 2},
     producer=_adamw_checkpoint,

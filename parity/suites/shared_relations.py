@@ -34,7 +34,7 @@ _DROPPED_KEYS = ("model.visual.blocks.0.attn.qkv.weight", "mtp.fc.weight", "visi
 
 def _model_and_hf_state() -> tuple[Any, dict[str, Any]]:
     from hyper_parallel.models.qwen3_5.state_dict import Qwen3_5StateDictAdapter
-    from parity.suites.components_loss_tokenizer import debug_model
+    from parity.legacy_driver import debug_model
 
     model = debug_model(0)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -1,6 +1,6 @@
 """Where did an end-to-end pair first diverge? Step, phase, artifact and the component that owns it.
 
-``localise_recipe(name)`` replays one recipe of ``parity.suites.e2e_trainer`` on both trainers
+``localise_recipe(name)`` replays one recipe of ``parity.e2e`` on both trainers
 (``LLMTrainer`` and ``HyperTrainer``, the recipe's overrides, each side reseeded as the engine
 reseeds it) and captures, per optimizer step and in pipeline order (``PHASES``):
 
@@ -609,7 +609,7 @@ def _new_side(overrides: Sequence[str], workdir: str) -> Callable[[_Side], None]
 # ----------------------------------------------------------------------------- public entry
 def localise_recipe(recipe: str, *, seed: int = 42) -> Localisation:
     """Replay ``recipe`` on both trainers in lockstep and name the first divergence (see module doc)."""
-    from parity.suites.e2e_trainer import RECIPES
+    from parity.e2e import RECIPES
 
     spec = RECIPES.get(recipe)
     if spec is None:
@@ -635,21 +635,21 @@ _LOCALISED: dict[str, tuple[int, dict[str, Any]]] = {}
 
 
 def localise_pair(*, recipe: str, artifact: str) -> dict[str, Any]:
-    """The localiser of the e2e pairs (``parity.suites.e2e_trainer.LOCALISER``): where the
+    """The localiser of the e2e pairs (``parity.e2e.LOCALISER``): where the
     recipe's two trainers first diverge.
 
     One replay per recipe (the eight artifact cases of a failing recipe share it) until the run
     cache is cleared. ``curves`` are those of the case's own runs (every step) when they are
     cached, else the replay's (up to the divergent step). ``artifact`` names the failing case only.
     """
-    from parity.suites.e2e_trainer import _SEED, _cached_curves, _recipe_run
+    from parity.e2e import SEED, cached_curves, recipe_run
 
     cached = _LOCALISED.get(recipe)
-    if cached is None or cached[0] != _recipe_run.generation:
-        cached = (_recipe_run.generation, localise_recipe(recipe, seed=_SEED).to_dict())
+    if cached is None or cached[0] != recipe_run.generation:
+        cached = (recipe_run.generation, localise_recipe(recipe, seed=SEED).to_dict())
         _LOCALISED[recipe] = cached
     data = {**cached[1], "case_artifact": artifact}
-    curves = _cached_curves(recipe)
+    curves = cached_curves(recipe)
     if curves is not None:
         data["curves"] = curves
     return data

@@ -3,7 +3,7 @@
 At the end of a session pytest's unraisable-exception plugin runs ``gc.collect()`` five times
 (``_pytest.unraisableexception.cleanup``) to surface exceptions raised in finalisers. Each full
 collection walks every live object, and a parity session keeps large ones alive to the end: the
-cached trainer runs (``parity.suites.e2e_trainer``), tokenizers, datasets. On 2 cores that cost
+cached trainer runs (``parity.e2e``), tokenizers, datasets. On 2 cores that cost
 about 2-3 s per process, paid by every pytest-xdist worker before it exits (the controller waits
 for them), so it weighed most on ``-n 2``.
 

@@ -1,4 +1,4 @@
-"""The end-to-end recipes of ``parity.suites.e2e_trainer``: each artifact fails on its own, and the
+"""The end-to-end recipes of ``parity.e2e``: each artifact fails on its own, and the
 real-data recipes catch what the dummy recipe cannot.
 
 Every plant below changes bits on every machine (a different token weighting, seed or horizon),
@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from parity import golden
+from parity import e2e, golden
 from parity.engine import Engine
 from parity.suites import REGISTRY
-from parity.suites import e2e_trainer as e2e
 
 
 @pytest.fixture
 def fresh_runs():
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
     yield
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
 
 
 def _check(case_id: str):
@@ -48,7 +47,7 @@ def test_a_broken_artifact_errors_only_its_own_case(fresh_runs, monkeypatch):
     def unreadable(root):
         raise FileNotFoundError(f"{root}/step_5/optimizer_rank0.pt")
 
-    monkeypatch.setattr(e2e, "_read_checkpoint", unreadable)
+    monkeypatch.setattr(e2e, "read_checkpoint", unreadable)
     broken = _check(_pair("preset", "checkpoint"))
     assert not broken.ok and "optimizer_rank0.pt" in broken.message
     for artifact in ("losses", "grad_norms", "lr_curve", "batches", "hf_export"):

@@ -1,6 +1,6 @@
 """``parity/outputs.py`` against the trainers and the parity recorders: the inventory stays honest.
 
-One tiny run of each trainer through the e2e recorder (``parity.suites.e2e_trainer.run_legacy`` /
+One tiny run of each trainer through the e2e recorder (``parity.e2e.run_legacy`` /
 ``run_new``: 2 steps of 2 micro-batches, a checkpoint with its HF export at each step, the
 profiler, TensorBoard and an offline W&B run on), plus one run of each resumed from the other's
 first checkpoint, give the trees the e2e cases compare and every file the trainers write (the files
@@ -65,7 +65,7 @@ _FOLDERS = {
 def runs(tmp_path_factory) -> dict[str, Any]:
     """``{"legacy": {"fresh": artifacts, "resumed": artifacts}, "new": ..., "files": {(root, path)}}``."""
     import hyper_parallel.checkpointing as checkpointing
-    from parity.suites import e2e_trainer as e2e
+    from parity import e2e
 
     root = tmp_path_factory.mktemp("outputs")
     files: set[tuple[str, str]] = set()
@@ -87,7 +87,7 @@ def runs(tmp_path_factory) -> dict[str, Any]:
             work = root / side
             (work / "wandb_dir").mkdir(parents=True)
             mp.setenv("WANDB_DIR", str(work / "wandb_dir"))
-            fresh = e2e._SIDES[side](
+            fresh = e2e.SIDES[side](
                 *_TINY,
                 "--train.tensorboard.enabled=true",
                 f"--train.tensorboard.output_dir={work / 'tb'}",
@@ -96,7 +96,7 @@ def runs(tmp_path_factory) -> dict[str, Any]:
             )
             out[side] = {"fresh": fresh}
         for side, other in (("legacy", "new"), ("new", "legacy")):
-            out[side]["resumed"] = e2e._SIDES[side](
+            out[side]["resumed"] = e2e.SIDES[side](
                 *_TINY,
                 f"--train.checkpoint.load_path={root / other / 'ckpt' / 'step_1'}",
                 workdir=root / f"{side}_resumed",
@@ -116,7 +116,7 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _e2e_trees(runs: dict[str, Any]) -> list[dict[str, Any]]:
-    from parity.suites.e2e_trainer import RUN_ARTIFACTS, ArtifactError
+    from parity.e2e import RUN_ARTIFACTS, ArtifactError
 
     trees = []
     for side in ("legacy", "new"):
@@ -200,9 +200,9 @@ def test_e2e_cases_compare_the_artifacts_they_are_listed_for():
     """The recipe grid compares ``ARTIFACTS``; explore_cover/drawn ``RUN_ARTIFACTS``; the resume
     cases a run's tail and the resumed runs' events; user_callbacks the events."""
     from parity.callback_events import EventRecorder
+    from parity.e2e import ARTIFACTS, RUN_ARTIFACTS
     from parity.explore.runner import _TAIL
     from parity.suites import e2e_callbacks
-    from parity.suites.e2e_trainer import ARTIFACTS, RUN_ARTIFACTS
 
     assert e2e_callbacks.EventRecorder is EventRecorder
     compares = {
@@ -317,7 +317,7 @@ def _rows_with_path(prefix: str) -> bool:
 
 def test_every_hook_event_key_and_artifact_has_a_row(runs, trees):
     from hyper_parallel.trainer.callbacks.base import Callback
-    from parity.suites.e2e_trainer import RUN_ARTIFACTS
+    from parity.e2e import RUN_ARTIFACTS
 
     event_rows = {row.name.split()[1] for row in OUTPUTS if row.kind == "event"}
     hooks = {name for name, _ in inspect.getmembers(Callback, inspect.isfunction) if name.startswith("on_")}

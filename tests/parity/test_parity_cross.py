@@ -24,7 +24,7 @@ from tests._subprocess import REPO, child_env
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory) -> Path:
     """The legacy side and the new side, both on torch, from one initial-weights folder."""
-    from parity.suites.e2e_trainer import initial_weights
+    from parity.e2e import initial_weights
 
     root = tmp_path_factory.mktemp("cross")
     weights = initial_weights(root / "initial_weights")
@@ -127,7 +127,7 @@ def test_readme_prints_the_table() -> None:
 
 
 def test_every_single_rank_recipe_has_a_tier_c_run(tmp_path: Path) -> None:
-    from parity.suites.e2e_trainer import RECIPES
+    from parity.e2e import RECIPES
 
     assert sorted(cross.CROSS_RECIPES) == sorted(r for r, spec in RECIPES.items() if spec.nproc == 1)
     weights = tmp_path / "w"

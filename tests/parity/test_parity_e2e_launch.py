@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
+from parity import e2e
 from parity.legacy_driver import REPO_ROOT
 from parity.ranks import fork_ranks
-from parity.suites import e2e_trainer
 
 # The parent runs a reduction on two intra-op threads (its OpenMP pool starts), then forks two
 # ranks that run one too: before the fix, each rank waited forever for pool threads that a fork
@@ -62,7 +62,7 @@ def test_a_failing_rank_names_itself_and_its_log(tmp_path):
 def test_a_shared_run_that_raised_fails_every_case_without_running_again():
     calls: list[str] = []
 
-    @e2e_trainer._RunCache
+    @e2e.RunCache
     def launch(recipe: str) -> dict:
         calls.append(recipe)
         raise RuntimeError(f"recipe {recipe!r}: ranks still running after 300 s")

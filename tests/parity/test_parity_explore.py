@@ -239,7 +239,7 @@ def test_point_yaml_errors_name_the_feature(tmp_path):
 @pytest.mark.parametrize("route", ["mapping", "cli", "yaml"])
 def test_each_route_has_a_side(route):
     point = {**space.default_point(), "route": route}
-    assert runner.new_side_of(point) in runner.e2e_trainer._SIDES
+    assert runner.new_side_of(point) in runner.e2e.SIDES
 
 
 def test_pairs_are_symmetric():

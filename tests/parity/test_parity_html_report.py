@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 import pytest
 from rich.console import Console
 
+from parity import e2e
 from parity.cli import main
-from parity.suites import e2e_trainer as e2e
 from parity.tools.html_report import write_html
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -70,10 +70,10 @@ def _failed_run(tmp_path, monkeypatch):
             yield group
 
     monkeypatch.setattr(dataloader.BaseDataLoader, "micro_batch_iterator", perturbed)
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
     reports = tmp_path / "reports"
     code, out = _cli("run", "-j", "1", "--id", FAILING, "--id", PASSING, "--report-dir", str(reports))
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
     assert code == 1, out
     return reports
 

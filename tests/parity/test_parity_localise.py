@@ -15,12 +15,11 @@ import pytest
 import torch
 from rich.console import Console
 
-from parity import golden
+from parity import e2e, golden
 from parity.cases import Case, Registry
 from parity.cli import main
 from parity.engine import Engine
 from parity.suites import REGISTRY
-from parity.suites import e2e_trainer as e2e
 from parity.tools.localise import PHASES, localise_recipe
 
 LINE_RE = re.compile(r"^first divergence: step (\d+), (\w+), (\S+) -> component (\S+)$")
@@ -28,9 +27,9 @@ LINE_RE = re.compile(r"^first divergence: step (\d+), (\w+), (\S+) -> component 
 
 @pytest.fixture
 def fresh_runs():
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
     yield
-    e2e._recipe_run.cache_clear()
+    e2e.recipe_run.cache_clear()
 
 
 def _where(result) -> tuple[int, str, str, str]:

@@ -291,7 +291,7 @@ def test_an_old_copy_that_cannot_be_removed_is_a_warning_not_a_failed_save(
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return real_rmtree(path, *args, **kwargs)
 
-    monkeypatch.setattr(checkpointing.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(checkpointing.staging.shutil, "rmtree", rmtree)
     state = suite.trained_state(steps=2, seed=5)
     run = _run(trainer, state, run_dir, overwrite=True)
     try:
@@ -299,7 +299,7 @@ def test_an_old_copy_that_cannot_be_removed_is_a_warning_not_a_failed_save(
             run.save()  # committed: no CheckpointSaveError
     finally:
         run.close()
-        monkeypatch.setattr(checkpointing.shutil, "rmtree", real_rmtree)
+        monkeypatch.setattr(checkpointing.staging.shutil, "rmtree", real_rmtree)
     aside = run_dir / ".replaced.step_2"
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any(str(aside) in w and "Permission denied" in w for w in warnings), warnings

@@ -214,7 +214,7 @@ def test_a_folder_without_manifest_is_refused_unless_allowed(trainer, saved, tmp
     os.remove(copy / "manifest.json")
     with pytest.raises(CheckpointCorruptError, match="allow_unverified=true"):
         _resume(trainer, suite.trained_state(steps=0, seed=3), str(copy), tmp_path)
-    checkpointing._warned_unverified.clear()
+    checkpointing.verify._warned_unverified.clear()
     with caplog.at_level(logging.WARNING):
         step = _resume(
             trainer, suite.trained_state(steps=0, seed=3), str(copy), tmp_path, allow_unverified=True

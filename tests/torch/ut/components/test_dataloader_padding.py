@@ -53,7 +53,7 @@ def _failed_at(case, prefix: str):
 
 @pytest.mark.parametrize("params", suite.PAD_CASES, ids=lambda p: f"{p['data']}-{p['tok']}-seq{p['seq']}")
 def test_pad_cases_pad_with_the_tokenizer_pad_id(params):
-    trainer = suite._short_legacy_trainer(**params)
+    trainer = suite.short_legacy_trainer(**params)
     indices, mbs, pad = list(trainer.sampler), params["mbs"], EXPECTED_PAD[params["tok"]]
     padded = 0
     for j, batch in enumerate(trainer.train_dataloader):
@@ -110,7 +110,7 @@ def test_planted_label_padding_with_zero_is_caught_everywhere(monkeypatch):
 def test_split_cases_leave_a_remainder_on_every_layout():
     layouts = set()
     for params in suite.SPLIT_CASES:
-        trainer = suite._short_legacy_trainer(**params)
+        trainer = suite.short_legacy_trainer(**params)
         dp = params["world"] // params["tp"]
         assert len(trainer.train_dataset) % dp != 0, params
         layouts.add((params["data"], params["world"], params["tp"], params["rank"]))
@@ -192,9 +192,9 @@ ERROR_REASONS = (
 def test_error_cases_raise_on_both_sides_for_the_named_reason(params, reasons):
     legacy_reason, new_reason = reasons
     with pytest.raises(ValueError, match=legacy_reason):
-        suite._short_legacy_trainer(**params)
+        suite.short_legacy_trainer(**params)
     with pytest.raises(ValueError, match=new_reason):
-        suite._short_new_loader(**params)
+        suite.short_new_loader(**params)
 
 
 def test_planted_dropped_vocab_check_is_caught(monkeypatch):

@@ -15,7 +15,7 @@ from hyper_parallel.components.metrics import MetricsProcessor
 from hyper_parallel.components.optimizer import OptimizersContainer
 from hyper_parallel.trainer.hyper_trainer import INIT_STEPS, HyperTrainer, InitStepError
 from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
-from parity.suites.legacy_trainer import legacy_args
+from parity.legacy_driver import legacy_args
 
 
 def _config(tmp_path, *overrides: str):

@@ -12,7 +12,7 @@ from hyper_parallel.trainer.legacy_mapping import (
     legacy_to_trainer_config,
     mapped_legacy_paths,
 )
-from parity.suites.legacy_trainer import legacy_args
+from parity.legacy_driver import legacy_args
 
 
 def test_every_legacy_field_has_a_decision():

@@ -11,8 +11,8 @@ import pytest
 
 from parity import assert_bitwise_equal
 from parity.compare import compare
-from parity.suites.e2e_trainer import run_legacy, run_new
-from parity.suites.legacy_trainer import legacy_args
+from parity.e2e import run_legacy, run_new
+from parity.legacy_driver import legacy_args
 from tests._subprocess import child_env
 
 ARTIFACTS = ("param_groups", "losses", "grad_norms", "lr_curve", "metrics", "checkpoint", "hf_export")
