@@ -179,10 +179,10 @@ def test_load(benchmark, state, workdir, saved_dir, side):
 # --------------------------------------------------------------------------- manifest cost
 def _without_manifest(monkeypatch) -> None:
     """The staged save with its manifest step (fsync + sha256 of every file + manifest.json) removed."""
-    from hyper_parallel import checkpointing
+    from hyper_parallel.checkpointing import staging
 
-    monkeypatch.setattr(checkpointing, "write_manifest", lambda folder, step, precomputed=None: None)
-    monkeypatch.setattr(checkpointing, "_new_hasher", lambda folder: None)
+    monkeypatch.setattr(staging, "write_manifest", lambda folder, step, precomputed=None: None)
+    monkeypatch.setattr(staging, "_new_hasher", lambda folder: None)
 
 
 @pytest.mark.parametrize("manifest", ["with_manifest", "without_manifest", "pre_change"])

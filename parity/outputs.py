@@ -134,7 +134,8 @@ _EVENTS = ("explore_cover", "explore_drawn", "explore_resume", "explore_resume_f
 
 _CB = "hyper_parallel/trainer/callbacks/checkpoint.py"
 _CM = "hyper_parallel/components/checkpoint.py"
-_CK = "hyper_parallel/checkpointing/__init__.py"
+_CK = "hyper_parallel/checkpointing/staging.py"
+_LAYOUT = "hyper_parallel/checkpointing/layout.py"
 _BASE = "hyper_parallel/trainer/base.py"
 _HT = "hyper_parallel/trainer/hyper_trainer.py"
 _LOG = "hyper_parallel/trainer/callbacks/logging.py"
@@ -306,8 +307,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output(
         "replaced folder .replaced.step_<N>/",
         "file",
-        (f"{_CK}:commit_step_dir", f"{_CK}:replaced_step_dir"),
-        (f"{_CK}:commit_step_dir", f"{_CK}:replaced_step_dir"),
+        (f"{_CK}:commit_step_dir", f"{_LAYOUT}:replaced_step_dir"),
+        (f"{_CK}:commit_step_dir", f"{_LAYOUT}:replaced_step_dir"),
         ("e2e.layout.checkpoint_files",),
         "only while a save replaces an existing step (checkpoint.overwrite), removed once the new "
         "folder is in place; one left behind would be listed in the layout (no recipe or explore "

@@ -53,15 +53,26 @@ from hyper_parallel.checkpointing.errors import (
     load_error,
 )
 from hyper_parallel.checkpointing.layout import (
+    DCP_METADATA_FILE,
+    EXTRA_STATE_FILE,
+    HF_CONFIG_FILE,
+    HF_INDEX_FILE,
+    HF_SUBDIR,
+    HF_WEIGHTS_FILE,
     MANIFEST_FILE,
     MANIFEST_FORMAT,
     PARTIAL_PREFIX,
     REPLACED_PREFIX,
+    SCHEDULER_FILE,
+    dataloader_file,
     find_partials,
     find_replaced_dirs,
     find_step_dirs,
+    optimizer_file,
     partial_step_dir,
     replaced_step_dir,
+    rng_file,
+    step_dir,
 )
 from hyper_parallel.checkpointing.resume_settings import ResumeConfigError, ResumePastEndError
 from hyper_parallel.checkpointing.run_lock import (
@@ -98,6 +109,16 @@ from hyper_parallel.checkpointing.verify import (
 from hyper_parallel.checkpointing.weights_fit import WeightsMismatchError, check_weights_fit
 
 __all__ = [
+    "EXTRA_STATE_FILE",
+    "SCHEDULER_FILE",
+    "HF_WEIGHTS_FILE",
+    "HF_INDEX_FILE",
+    "HF_CONFIG_FILE",
+    "DCP_METADATA_FILE",
+    "optimizer_file",
+    "rng_file",
+    "dataloader_file",
+    "HF_SUBDIR",
     "ALLOW_UNVERIFIED_HINT",
     "CheckpointCorruptError",
     "CheckpointMismatchError",
@@ -141,6 +162,7 @@ __all__ = [
     "replaced_step_dir",
     "resolve_checkpoint",
     "set_fault_hook",
+    "step_dir",
     "verify_files_in_checkpoint",
     "verify_manifest",
     "write_manifest",

@@ -16,6 +16,13 @@ MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "hyper_parallel.checkpoint/1"
 
 
+HF_SUBDIR = "hf_ckpt"  # the HF export inside a step folder
+HF_WEIGHTS_FILE = "model.safetensors"
+HF_INDEX_FILE = "model.safetensors.index.json"
+HF_CONFIG_FILE = "config.json"
+EXTRA_STATE_FILE = "extra_state.json"
+SCHEDULER_FILE = "scheduler.pt"
+DCP_METADATA_FILE = ".metadata"
 PARTIAL_PREFIX = ".partial."
 
 
@@ -31,6 +38,23 @@ REPLACED_RE = re.compile(r"^\.replaced\.step_(\d+)$")
 
 
 # --------------------------------------------------------------------------- staging
+def optimizer_file(rank: int) -> str:
+    return f"optimizer_rank{rank}.pt"
+
+
+def rng_file(rank: int) -> str:
+    return f"rng_rank{rank}.pt"
+
+
+def dataloader_file(rank: int) -> str:
+    return f"dataloader_rank{rank}.pt"
+
+
+def step_dir(output_dir: str, step: int) -> str:
+    """The committed folder of ``step``."""
+    return os.path.join(output_dir, f"step_{step}")
+
+
 def partial_step_dir(output_dir: str, step: int) -> str:
     return os.path.join(output_dir, f"{PARTIAL_PREFIX}step_{step}")
 

@@ -26,6 +26,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 
 from hyper_parallel.checkpointing.errors import CheckpointMismatchError
+from hyper_parallel.checkpointing.layout import HF_CONFIG_FILE, HF_INDEX_FILE, HF_WEIGHTS_FILE
 
 __all__ = [
     "ALLOW_PARTIAL_HINT",
@@ -160,9 +161,6 @@ def check_weights_fit(
 
 
 # --------------------------------------------------------------------------- HF folders
-HF_INDEX_FILE = "model.safetensors.index.json"
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_CONFIG_FILE = "config.json"
 
 
 def _weight_map(folder: str) -> dict[str, str] | None:

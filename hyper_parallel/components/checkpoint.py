@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hyper_parallel.checkpointing import (
+    HF_SUBDIR,
     MANIFEST_FILE,
     CheckpointCorruptError,
     CheckpointMismatchError,
@@ -74,8 +75,20 @@ from hyper_parallel.checkpointing import (
     prepare_partial_dir,
     release_run_folder,
     resolve_checkpoint,
+    step_dir,
     verify_files_in_checkpoint,
     verify_manifest,
+)
+from hyper_parallel.checkpointing.layout import (
+    DCP_METADATA_FILE,
+    EXTRA_STATE_FILE,
+    HF_CONFIG_FILE,
+    HF_INDEX_FILE,
+    HF_WEIGHTS_FILE,
+    SCHEDULER_FILE,
+    dataloader_file,
+    optimizer_file,
+    rng_file,
 )
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
@@ -113,30 +126,11 @@ __all__ = [
 
 logger = get_logger(__name__)
 
-EXTRA_STATE_FILE = "extra_state.json"
-SCHEDULER_FILE = "scheduler.pt"
-HF_SUBDIR = "hf_ckpt"
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_INDEX_FILE = "model.safetensors.index.json"
-HF_CONFIG_FILE = "config.json"
-DCP_METADATA_FILE = ".metadata"
 
 # torch's activation-checkpoint wrapper inserts this into parameter names; HF keys never have it.
 _AC_WRAPPER_INFIX = "._checkpoint_wrapped_module"
 # Dtype names an HF config may carry that the weight loader casts to; anything else: no cast.
 _HF_LOAD_DTYPES = frozenset({"bfloat16", "bf16", "float16", "fp16", "float32", "fp32"})
-
-
-def optimizer_file(rank: int) -> str:
-    return f"optimizer_rank{rank}.pt"
-
-
-def rng_file(rank: int) -> str:
-    return f"rng_rank{rank}.pt"
-
-
-def dataloader_file(rank: int) -> str:
-    return f"dataloader_rank{rank}.pt"
 
 
 # --------------------------------------------------------------------------- file helpers
@@ -331,7 +325,7 @@ class CheckpointManager(Configurable):
 
     # ------------------------------------------------------------------ paths
     def step_dir(self, step: int) -> str:
-        return os.path.join(self.config.output_dir, f"step_{step}")
+        return step_dir(self.config.output_dir, step)
 
     def _model_config(self) -> Any:
         for part in self.model_parts:

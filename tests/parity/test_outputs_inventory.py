@@ -64,12 +64,12 @@ _FOLDERS = {
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Any]:
     """``{"legacy": {"fresh": artifacts, "resumed": artifacts}, "new": ..., "files": {(root, path)}}``."""
-    import hyper_parallel.checkpointing as checkpointing
+    from hyper_parallel.checkpointing import staging
     from parity import e2e
 
     root = tmp_path_factory.mktemp("outputs")
     files: set[tuple[str, str]] = set()
-    commit = checkpointing.commit_step_dir
+    commit = staging.commit_step_dir
 
     def listing_commit(partial: str, final: str, step: int, settings: Any = None) -> None:
         # Every rank's files are written: list the output folder as it is now (lock, staging).
@@ -79,7 +79,7 @@ def runs(tmp_path_factory) -> dict[str, Any]:
 
     out: dict[str, Any] = {"root": root}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(checkpointing, "commit_step_dir", listing_commit)
+        mp.setattr(staging, "commit_step_dir", listing_commit)  # StepCommitter calls it
         mp.setenv("HYPER_PARALLEL_PROGRESS", "0")
         mp.setenv("WANDB_MODE", "offline")
         mp.setenv("WANDB_SILENT", "true")
@@ -289,23 +289,16 @@ def test_every_file_written_is_listed(runs):
 
 
 def test_product_file_names_are_in_the_table():
-    """The file-name constants of both trainers' checkpoint code appear in the patterns."""
-    from hyper_parallel.checkpointing import MANIFEST_FILE, PARTIAL_PREFIX, REPLACED_PREFIX
+    """Every file and folder name of the checkpoint layout both trainers write
+    (``hyper_parallel.checkpointing.layout``, one place) appears in the patterns."""
+    from hyper_parallel.checkpointing import layout
     from hyper_parallel.checkpointing.run_lock import LOCK_FILE
-    from hyper_parallel.components import checkpoint as manager
-    from hyper_parallel.trainer.callbacks import checkpoint as legacy
 
     patterns = " ".join(p for row in OUTPUTS for p in row.files)
-    names = {MANIFEST_FILE, PARTIAL_PREFIX, REPLACED_PREFIX, LOCK_FILE, manager.DCP_METADATA_FILE}
-    for module in (legacy, manager):
-        names |= {
-            module.EXTRA_STATE_FILE,
-            module.SCHEDULER_FILE,
-            module.HF_WEIGHTS_FILE,
-            module.HF_CONFIG_FILE,
-        }
-        names |= {f"{module.HF_SUBDIR}/"}
-        names |= {module.optimizer_file(0), module.rng_file(0), module.dataloader_file(0)}
+    names = {LOCK_FILE, f"{layout.HF_SUBDIR}/"}
+    names |= {getattr(layout, n) for n in dir(layout) if n.endswith(("_FILE", "_PREFIX"))}
+    names -= {layout.HF_INDEX_FILE}  # read (a sharded HF folder given as weights), never written
+    names |= {layout.optimizer_file(0), layout.rng_file(0), layout.dataloader_file(0)}
     for name in sorted(names):
         wanted = name.replace("rank0", "rank<r>")
         assert wanted in patterns, f"{wanted} is in no file pattern"

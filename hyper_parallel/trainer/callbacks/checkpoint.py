@@ -39,6 +39,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 
 from hyper_parallel.checkpointing import (
+    HF_SUBDIR,
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
@@ -58,6 +59,16 @@ from hyper_parallel.checkpointing import (
     prepare_partial_dir,
     release_run_folder,
     resolve_checkpoint,
+    step_dir,
+)
+from hyper_parallel.checkpointing.layout import (
+    EXTRA_STATE_FILE,
+    HF_CONFIG_FILE,
+    HF_WEIGHTS_FILE,
+    SCHEDULER_FILE,
+    dataloader_file,
+    optimizer_file,
+    rng_file,
 )
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
@@ -84,28 +95,6 @@ DEFAULT_SAVE_HF_WEIGHTS = True
 LENIENT_ERRORS: tuple[type[BaseException], ...] = (OSError, RuntimeError, ValueError, CheckpointException)
 # Every failure of a save or load step: any Exception, and DCP's CheckpointException.
 ANY_ERROR: tuple[type[BaseException], ...] = (Exception, *LENIENT_ERRORS)
-
-EXTRA_STATE_FILE = "extra_state.json"
-SCHEDULER_FILE = "scheduler.pt"
-HF_SUBDIR = "hf_ckpt"
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_CONFIG_FILE = "config.json"
-
-
-def optimizer_file(rank: int) -> str:
-    return f"optimizer_rank{rank}.pt"
-
-
-def rng_file(rank: int) -> str:
-    return f"rng_rank{rank}.pt"
-
-
-def dataloader_file(rank: int) -> str:
-    return f"dataloader_rank{rank}.pt"
-
-
-def step_dir(output_dir: str, step: int) -> str:
-    return os.path.join(output_dir, f"step_{step}")
 
 
 # --------------------------------------------------------------------------- atomic writes

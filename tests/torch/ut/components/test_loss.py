@@ -65,7 +65,7 @@ def test_ce_equals_f_cross_entropy_on_hand_shifted_labels(dtype):
 
 def test_ce_equals_legacy_forward_value_and_every_gradient():
     """The issue's core check written out: forward(input_ids, labels) vs loss(forward_logits(...), labels)."""
-    model = suite.debug_model(0)
+    model = suite.cached_debug_model(0)
     ids, labels = suite.model_batch(batch=2, seq=24, data_seed=11, ignore="prompt")
     legacy = suite._legacy_forward_loss(model, ids, labels)
     new = suite._component_loss(model, ids, labels, chunks=0)
@@ -87,7 +87,7 @@ def test_fully_ignored_row_gets_zero_gradient():
 
 def test_all_ignored_batch_is_nan_with_the_legacy_payload():
     """Mean over zero tokens is 0/0 in the NLL kernel; the component keeps the legacy NaN bits."""
-    model = suite.debug_model(0)
+    model = suite.cached_debug_model(0)
     ids, labels = suite.model_batch(batch=2, seq=8, data_seed=1, ignore="all")
     legacy = suite._legacy_forward_loss(model, ids, labels)
     for chunks in (0, 1, 3):
@@ -240,7 +240,7 @@ _PARAMS = dict(seed=0, dtype="float32", batch=2, seq=32, data_seed=7, ignore="ra
 
 def _planted(loss_fn):
     ids, labels = suite.model_batch(**{k: _PARAMS[k] for k in ("batch", "seq", "data_seed", "ignore")})
-    model = suite.debug_model(0)
+    model = suite.cached_debug_model(0)
     suite._clear_grads(model)
     return suite._loss_and_grads(model, loss_fn(model.forward_logits(ids), labels))
 
@@ -290,7 +290,7 @@ def test_planted_divergence_through_the_engine_names_the_case():
 
     def summed(**params):
         ids, labels = suite.model_batch(**{k: params[k] for k in ("batch", "seq", "data_seed", "ignore")})
-        model = suite.debug_model(params["seed"], params["dtype"])
+        model = suite.cached_debug_model(params["seed"], params["dtype"])
         suite._clear_grads(model)
         loss = CrossEntropyLoss.Config(reduction="sum").build()(model.forward_logits(ids), labels)
         return suite._loss_and_grads(model, loss)
