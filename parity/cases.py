@@ -38,7 +38,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from parity.select import keyword_matches
 
@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 Producer = Callable[..., Any]
+# A: legacy vs new in one process; B: one side against its committed golden.
+Tier = Literal["A", "B"]
 
 SUPPORTED_BACKENDS = ("torch", "mindspore")
 
@@ -192,7 +194,7 @@ class Case:
         object.__setattr__(self, "id", make_case_id(self.kind, self.name, dict(self.params)))
 
     @property
-    def tier(self) -> str:
+    def tier(self) -> Tier:
         return "B" if self.producer is not None else "A"
 
     @property

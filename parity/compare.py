@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +36,8 @@ STRUCTURE, LAYOUT, VALUES = 0, 1, 2
 PHASE_NAMES = {STRUCTURE: "structure", LAYOUT: "dtype/shape", VALUES: "bits"}
 CHUNK = 1 << 20
 
+DifferenceKind = Literal["missing", "extra", "type", "dtype", "shape", "value", "bits"]
+
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -44,7 +46,7 @@ class Difference:
     """One difference between expected and actual at ``path``."""
 
     phase: int
-    kind: str  # missing | extra | type | dtype | shape | value | bits
+    kind: DifferenceKind
     path: str
     message: str
     index: int | None = None  # first differing flat index (tensors) or list index
@@ -138,7 +140,7 @@ def _walk(e: Any, a: Any, parts: tuple[str | int, ...], out: list[Difference]) -
         for i in range(common):
             _walk(e[i], a[i], (*parts, i), out)
         if len(e) != len(a):
-            kind = "missing" if len(e) > len(a) else "extra"
+            kind: DifferenceKind = "missing" if len(e) > len(a) else "extra"
             out.append(
                 Difference(
                     STRUCTURE,

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from parity import canonical, case_log, commands, golden, numerics, scratch
 from parity.cases import Case, Registry
@@ -120,14 +120,18 @@ class PytestCommands:
         return self._base() + " --snapshot-update"
 
 
+# unchanged / updated / created: ``update`` left, rewrote or wrote a golden.
+Status = Literal["pass", "fail", "error", "skip", "unchanged", "updated", "created"]
+
+
 @dataclass
 class Outcome:
-    """Result of one case on one backend. ``status``: pass | fail | error | skip | unchanged | updated."""
+    """Result of one case on one backend."""
 
     case: Case
     backend: str
     platform: str
-    status: str
+    status: Status
     seconds: float = 0.0
     message: str = ""
     report: ParityReport | None = None
@@ -267,6 +271,7 @@ class Engine:
             if path.exists():
                 old = path.read_text(encoding="utf-8")
                 golden.parse(old, path)
+            status: Status
             if old == text:
                 status, diff = "unchanged", ""
             else:

@@ -70,7 +70,7 @@ class Failure:
     case_id: str
     tier: str
     backend: str
-    status: str = "fail"  # fail | error
+    status: Literal["fail", "error"] = "fail"
     component: str = ""  # what the case covers (``component_of``)
     first_path: str | None = None  # the artifact path of the first difference
     error: str | None = None  # a failure that is not a comparison, or the raised exception (one line)
@@ -90,7 +90,7 @@ class Failure:
             case_id=case.id,
             tier=case.tier,
             backend=outcome.backend,
-            status=outcome.status,
+            status="error" if outcome.status == "error" else "fail",
             component=component,
             first_path=report.differences[0].path if report is not None and report.differences else None,
             error=error,
@@ -126,7 +126,7 @@ class Failure:
             case_id=str(row.get("case_id")),
             tier=str(row.get("tier")),
             backend=str(row.get("backend")),
-            status=status,
+            status="error" if status == "error" else "fail",
             component=str(row.get("component") or row.get("kind") or ""),
             error=_first_line(row.get("message") or "") or f"{status} (no message recorded)",
         )

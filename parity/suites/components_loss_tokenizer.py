@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from parity import assets, canonical
-from parity.builders import TOKENIZER_VARIANTS, variant_root, tokenizer_variant
+from parity.builders import TOKENIZER_VARIANTS, tokenizer_variant, variant_root
 from parity.cases import REGISTRY
 from parity.legacy_driver import debug_model, legacy_args
 
