@@ -136,6 +136,7 @@ _CB = "hyper_parallel/trainer/callbacks/checkpoint.py"
 _CM = "hyper_parallel/components/checkpoint.py"
 _CK = "hyper_parallel/checkpointing/staging.py"
 _LAYOUT = "hyper_parallel/checkpointing/layout.py"
+_LIFE = "hyper_parallel/checkpointing/lifecycle.py"
 _BASE = "hyper_parallel/trainer/base.py"
 _HT = "hyper_parallel/trainer/hyper_trainer.py"
 _LOG = "hyper_parallel/trainer/callbacks/logging.py"
@@ -246,8 +247,12 @@ OUTPUTS: tuple[Output, ...] = (
     Output(
         "manifest.json (file list, sizes, sha256, run settings)",
         "file",
-        (f"{_CB}:CheckpointCallback._start_commit", f"{_CK}:write_manifest"),
-        (f"{_CM}:CheckpointManager._start_commit", f"{_CK}:write_manifest"),
+        (f"{_CB}:CheckpointCallback.save", f"{_LIFE}:StepWriter._start_commit", f"{_CK}:write_manifest"),
+        (
+            f"{_CM}:CheckpointManager._save_checkpoint",
+            f"{_LIFE}:StepWriter._start_commit",
+            f"{_CK}:write_manifest",
+        ),
         ("e2e.checkpoint.state.manifest_settings", "e2e.layout.manifests"),
         "the run settings and each step's file list are compared; format, step and each file's size "
         "and sha256 are not: the hashes cover torch.save archives that embed their temporary file "
@@ -282,8 +287,16 @@ OUTPUTS: tuple[Output, ...] = (
     Output(
         "run folder lock .hyper_parallel.lock",
         "file",
-        (f"{_CB}:CheckpointCallback._lock", "hyper_parallel/checkpointing/run_lock.py:acquire_run_folder"),
-        (f"{_CM}:CheckpointManager._lock", "hyper_parallel/checkpointing/run_lock.py:acquire_run_folder"),
+        (
+            f"{_CB}:CheckpointCallback.__init__",
+            f"{_LIFE}:StepWriter.lock",
+            "hyper_parallel/checkpointing/run_lock.py:acquire_run_folder",
+        ),
+        (
+            f"{_CM}:CheckpointManager.__init__",
+            f"{_LIFE}:StepWriter.lock",
+            "hyper_parallel/checkpointing/run_lock.py:acquire_run_folder",
+        ),
         ("e2e.layout.checkpoint_files",),
         "held while the run may save and removed at its end (run_lock.release_run_folder), so a "
         "finished run has none: one left behind would be listed in the layout (rglob lists hidden "

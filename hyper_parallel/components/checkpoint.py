@@ -57,23 +57,13 @@ from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
-    StepCommitter,
     UnsafeCheckpointError,
     WeightsLoadError,
-    acquire_run_folder,
     atomic_write,
     atomic_write_json,
-    check_fresh_output_dir,
     check_resume_output_dir,
     check_weights_fit,
-    check_writable_dir,
-    dcp_files_written,
-    discard_partial,
-    fault_point,
     load_error,
-    partial_step_dir,
-    prepare_partial_dir,
-    release_run_folder,
     resolve_checkpoint,
     step_dir,
     verify_files_in_checkpoint,
@@ -90,6 +80,7 @@ from hyper_parallel.checkpointing.layout import (
     optimizer_file,
     rng_file,
 )
+from hyper_parallel.checkpointing.lifecycle import StepWriter
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
     apply_optimizer_settings,
@@ -239,29 +230,19 @@ class CheckpointManager(Configurable):
         self.sd_adapter = sd_adapter() if isinstance(sd_adapter, type) else sd_adapter
         # global_batch_size, seq_len, max_steps and lr_scheduler fields, recorded in each manifest.
         self.run_settings = dict(run_settings or {})
-        self._lock_key: str | None = None
-        if config.save_steps > 0:
-            # Before the first step: a run must not train for hours and then fail to save, nor
-            # replace checkpoints already in the folder without being asked (``run_lock``).
-            check_writable_dir(config.output_dir, "checkpoint.output_dir")
-            if not config.load_path:
-                check_fresh_output_dir(
-                    config.output_dir,
-                    field="checkpoint.output_dir",
-                    load_field="checkpoint.load_path",
-                    overwrite_field="checkpoint.overwrite",
-                    overwrite=config.overwrite,
-                )
-            self._lock()
+        self.writer = StepWriter(
+            config.output_dir,
+            save_steps=config.save_steps,
+            resuming=bool(config.load_path),
+            overwrite=config.overwrite,
+            fields="checkpoint",
+            settings=self.current_settings,
+            wait_model=lambda handle: get_platform().dcp_wait(handle),
+            errors=lambda: self._any_error,
+        )
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self.last_exported_step: int | None = 0
-        self._pending: Any = None
-        self._pending_step: int | None = None
-        self._pending_commit: tuple[str, str, int] | None = None
-        self._committer = StepCommitter()
-        self._async_group: Any = None
-        self._async_group_made = False
 
     @property
     def _lenient(self) -> tuple[type[BaseException], ...]:
@@ -284,17 +265,6 @@ class CheckpointManager(Configurable):
         self.last_saved_step = state.get("last_saved_step", 0)
         self.last_exported_step = state.get("last_exported_step", 0)
 
-    # ------------------------------------------------------------------ one writer
-    def _lock(self) -> None:
-        """Rank 0 holds the run folder's lock while this manager may save (``run_lock``)."""
-        if self._lock_key is None and get_platform().get_rank() == 0:
-            self._lock_key = acquire_run_folder(self.config.output_dir, field="checkpoint.output_dir")
-
-    def _unlock(self) -> None:
-        release_run_folder(self._lock_key)
-        self._lock_key = None
-
-    # ------------------------------------------------------------------ run settings
     def _param_groups(self) -> Any:
         return getattr(self.optimizers, "param_groups", None) if self.optimizers is not None else None
 
@@ -392,69 +362,38 @@ class CheckpointManager(Configurable):
                 self._export_step(step)
             return None
         finally:
-            self._unlock()
+            self.writer.unlock()
 
     def _save_checkpoint(self, step: int, epoch: int, *, async_save: bool, export: bool) -> str:
         """Stage ``step_<step>/`` (with the HF export when ``export``) and start its commit in the
         background (async: at ``wait``, once the shards are written)."""
-        ckpt_dir = self.step_dir(step)
-        self.wait()
-        self._lock()
-        platform = get_platform()
-        try:
-            partial = prepare_partial_dir(
-                self.config.output_dir,
-                step,
-                coordinator=platform.get_rank() == 0,
-                hash_while_writing=async_save,
-            )
-            platform.barrier()
-            os.makedirs(partial, exist_ok=True)
-            self._write_model(partial, step, async_save=async_save)
+
+        def write_rest(partial: str) -> None:
             # The export right after the shards: the large files first, so that (async saves)
             # hashing the last one overlaps the small writes that follow.
             if export:
                 self._export_step(step, into=partial)
             self._write_states(partial, step, epoch)
-            if async_save:
-                self._pending_commit = (partial, ckpt_dir, step)
-            else:
-                self._start_commit(partial, ckpt_dir, step)
-        except CheckpointSaveError:
-            discard_partial(partial_step_dir(self.config.output_dir, step))
-            raise
-        except self._any_error as exc:
-            discard_partial(partial_step_dir(self.config.output_dir, step))
-            raise CheckpointSaveError(ckpt_dir, step, exc) from exc
+
+        ckpt_dir = self.writer.save(
+            step, async_save=async_save, write_model=self._write_model, write_rest=write_rest
+        )
         self.last_saved_step = step
         kind = "Async checkpoint issued" if async_save else "Saved checkpoint (committing in the background)"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
         return ckpt_dir
 
-    def _write_model(self, ckpt_dir: str, step: int, *, async_save: bool) -> None:
-        platform = get_platform()
+    def _write_model(self, ckpt_dir: str, async_save: bool) -> Any:
+        """The model's DCP shards (all parts in one state dict); the handle of an async write."""
         merged: dict[str, Any] = {}
         for state in self._model_state_dicts():
             merged.update(state)
-        fault_point("before:model")
         if async_save:
-            self._pending = platform.dcp_save(
-                merged, ckpt_dir, async_op=True, process_group=self._async_process_group()
+            return get_platform().dcp_save(
+                merged, ckpt_dir, async_op=True, process_group=self.writer.async_group()
             )
-            self._pending_step = step
-        else:
-            platform.dcp_save(merged, ckpt_dir)
-            dcp_files_written(ckpt_dir)
-            fault_point("after:model")
-
-    def _start_commit(self, partial: str, ckpt_dir: str, step: int) -> None:
-        """Every rank's files are on disk (barrier); rank 0's background thread writes the manifest
-        last and renames (joined, with the second barrier, by ``wait``)."""
-        platform = get_platform()
-        platform.barrier()
-        coordinator = platform.get_rank() == 0
-        settings = self.current_settings() if coordinator else None
-        self._committer.start(partial, ckpt_dir, step, coordinator=coordinator, settings=settings)
+        get_platform().dcp_save(merged, ckpt_dir)
+        return None
 
     def _write_states(self, ckpt_dir: str, step: int, epoch: int) -> None:
         platform = get_platform()
@@ -469,45 +408,13 @@ class CheckpointManager(Configurable):
         if self.dataloader is not None and hasattr(self.dataloader, "state_dict"):
             _save_object(self.dataloader.state_dict(), os.path.join(ckpt_dir, dataloader_file(rank)))
 
-    def _async_process_group(self) -> Any:
-        """A gloo group made once, so background shard writes never share the training group."""
-        if not self._async_group_made:
-            self._async_group_made = True
-            platform = get_platform()
-            if platform.is_distributed():
-                self._async_group = platform.new_group(backend="gloo")
-        return self._async_group
-
     def wait(self) -> None:
-        """Block until the save in flight (if any) is committed: an async save's shards written,
-        then its folder committed, or the background commit of a synchronous save joined.
-
-        Collective. A failure raises ``CheckpointSaveError`` naming the folder.
-        """
-        if self._pending is None and self._pending_commit is None and not self._committer.pending:
-            return
-        handle, step, commit = self._pending, self._pending_step, self._pending_commit
-        self._pending = self._pending_step = self._pending_commit = None
-        try:
-            if handle is not None:
-                get_platform().dcp_wait(handle)
-                if commit is not None:
-                    dcp_files_written(commit[0])
-                fault_point("after:model")
-            if commit is not None:
-                self._start_commit(*commit)
-        except self._any_error as exc:
-            folder = commit[1] if commit is not None else self.step_dir(step or 0)
-            raise CheckpointSaveError(folder, commit[2] if commit else step or 0, exc) from exc
-        if self._committer.join():
-            get_platform().barrier()  # the folder is in place for every rank
+        """Block until the save in flight (if any) is committed (``StepWriter.wait``); collective."""
+        self.writer.wait()
 
     def close(self) -> None:
         """Join the commit in flight and give back the run folder's lock."""
-        try:
-            self.wait()
-        finally:
-            self._unlock()
+        self.writer.close()
 
     # ------------------------------------------------------------------ HF export
     def _export_step(self, step: int, *, into: str | None = None) -> str | None:

@@ -43,21 +43,11 @@ from hyper_parallel.checkpointing import (
     CheckpointCorruptError,
     CheckpointMismatchError,
     CheckpointSaveError,
-    StepCommitter,
     UnsafeCheckpointError,
-    acquire_run_folder,
     atomic_write,
     atomic_write_json,
-    check_fresh_output_dir,
     check_resume_output_dir,
-    check_writable_dir,
-    dcp_files_written,
-    discard_partial,
-    fault_point,
     load_error,
-    partial_step_dir,
-    prepare_partial_dir,
-    release_run_folder,
     resolve_checkpoint,
     step_dir,
 )
@@ -70,6 +60,7 @@ from hyper_parallel.checkpointing.layout import (
     optimizer_file,
     rng_file,
 )
+from hyper_parallel.checkpointing.lifecycle import StepWriter
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
     apply_optimizer_settings,
@@ -183,39 +174,20 @@ class CheckpointCallback(Callback):
                 f"got {self.resume_config_changes!r}"
             )
         self.overwrite = bool(getattr(cfg, "overwrite", False))
-        self._lock_key: str | None = None
-        if self.save_steps > 0:
-            # Before the first step: a run must not train for hours and then fail to save, nor
-            # replace checkpoints already in the folder without being asked (``run_lock``).
-            check_writable_dir(self.output_dir, "train.checkpoint.output_dir")
-            if not self.load_path:
-                check_fresh_output_dir(
-                    self.output_dir,
-                    field="train.checkpoint.output_dir",
-                    load_field="train.checkpoint.load_path",
-                    overwrite_field="train.checkpoint.overwrite",
-                    overwrite=self.overwrite,
-                )
-            self._lock()
+        self.writer = StepWriter(
+            self.output_dir,
+            save_steps=self.save_steps,
+            resuming=bool(self.load_path),
+            overwrite=self.overwrite,
+            fields="train.checkpoint",
+            settings=self.current_settings,
+            wait_model=lambda pending: getattr(pending, "upload_completion", pending).result(),
+            errors=lambda: ANY_ERROR,
+        )
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
-        self._pending: Any = None
-        self._pending_step: int | None = None
-        self._pending_commit: tuple[str, str, int] | None = None
-        self._committer = StepCommitter()
-        self._async_pg: Any = None
-        self._async_pg_created = False
 
-    # ------------------------------------------------------------------ one writer, settings
-    def _lock(self) -> None:
-        """Rank 0 holds the run folder's lock while this callback may save (``run_lock``)."""
-        if self._lock_key is None and _rank() == 0:
-            self._lock_key = acquire_run_folder(self.output_dir, field="train.checkpoint.output_dir")
-
-    def _unlock(self) -> None:
-        release_run_folder(self._lock_key)
-        self._lock_key = None
-
+    # ------------------------------------------------------------------ settings
     def current_settings(self) -> dict[str, Any]:
         """The settings a resume compares (``resume_settings``), named as ``CheckpointManager``
         names them, so that a checkpoint of either trainer is compared in the other."""
@@ -265,40 +237,25 @@ class CheckpointCallback(Callback):
                 self.save(state, async_save=False, final=True)
                 self.wait_for_pending()  # the run ends with every checkpoint committed
         finally:
-            self._unlock()
+            self.writer.unlock()
 
     # ------------------------------------------------------------------- save
     def save(self, state: Any, *, async_save: bool = False, final: bool = False) -> str:
         """Write ``step_<global_step>/`` (staged, manifest last, renamed in the background: it exists
         once ``wait_for_pending`` returned); ``CheckpointSaveError`` on failure."""
         step = state.global_step
-        ckpt_dir = step_dir(self.output_dir, step)
-        self.wait_for_pending()
-        self._lock()
-        platform = get_platform()
-        try:
-            partial = prepare_partial_dir(
-                self.output_dir, step, coordinator=_rank() == 0, hash_while_writing=async_save
-            )
-            platform.barrier()
-            os.makedirs(partial, exist_ok=True)
-            self._save_model(partial, async_save=async_save, step=step)
+
+        def write_rest(partial: str) -> None:
             # The export right after the shards: the large files first, so that (async saves)
             # hashing the last one overlaps the small writes that follow.
             exporter = self._exporter_due(step, final=final)
             if exporter is not None:
                 exporter.export(state, into=partial)
             self._save_artifacts(partial, state)
-            if async_save:
-                self._pending_commit = (partial, ckpt_dir, step)
-            else:
-                self._start_commit(partial, ckpt_dir, step)
-        except CheckpointSaveError:
-            discard_partial(partial_step_dir(self.output_dir, step))
-            raise
-        except ANY_ERROR as exc:
-            discard_partial(partial_step_dir(self.output_dir, step))
-            raise CheckpointSaveError(ckpt_dir, step, exc) from exc
+
+        ckpt_dir = self.writer.save(
+            step, async_save=async_save, write_model=self._save_model, write_rest=write_rest
+        )
         self.last_saved_step = step
         kind = "async checkpoint issued" if async_save else "Saved checkpoint (committing in the background)"
         logger.info_rank0(f"{kind} at step {step} to {ckpt_dir}")
@@ -312,26 +269,13 @@ class CheckpointCallback(Callback):
             return exporter
         return None
 
-    def _start_commit(self, partial: str, ckpt_dir: str, step: int) -> None:
-        """Every rank's files are on disk (barrier); rank 0's background thread writes the manifest
-        last and renames (joined, with the second barrier, by ``wait_for_pending``)."""
-        get_platform().barrier()
-        coordinator = _rank() == 0
-        settings = self.current_settings() if coordinator else None
-        self._committer.start(partial, ckpt_dir, step, coordinator=coordinator, settings=settings)
-
-    def _save_model(self, ckpt_dir: str, *, async_save: bool, step: int) -> None:
+    def _save_model(self, ckpt_dir: str, async_save: bool) -> Any:
+        """``dcp.save`` of the model's state dict; the future of an async save."""
         model_sd = self.trainer.model.state_dict()
-        fault_point("before:model")
         if async_save:
-            self._pending = dcp.async_save(
-                model_sd, checkpoint_id=ckpt_dir, process_group=self._async_group()
-            )
-            self._pending_step = step
-        else:
-            dcp.save(model_sd, checkpoint_id=ckpt_dir)
-            dcp_files_written(ckpt_dir)
-            fault_point("after:model")
+            return dcp.async_save(model_sd, checkpoint_id=ckpt_dir, process_group=self.writer.async_group())
+        dcp.save(model_sd, checkpoint_id=ckpt_dir)
+        return None
 
     def _save_artifacts(self, ckpt_dir: str, state: Any) -> None:
         trainer = self.trainer
@@ -350,40 +294,9 @@ class CheckpointCallback(Callback):
         if loader is not None and hasattr(loader, "state_dict"):
             atomic_torch_save(loader.state_dict(), os.path.join(ckpt_dir, dataloader_file(rank)))
 
-    def _async_group(self) -> Any:
-        """A gloo group, created once, so async shard writes never contend with training collectives."""
-        if not self._async_pg_created:
-            self._async_pg_created = True
-            platform = get_platform()
-            if platform.is_distributed():
-                self._async_pg = platform.new_group(backend="gloo")
-        return self._async_pg
-
     def wait_for_pending(self) -> None:
-        """Block until the save in flight (if any) is committed: an async save's shards written,
-        then its folder committed, or the background commit of a synchronous save joined.
-
-        Collective. A failure raises ``CheckpointSaveError`` naming the folder.
-        """
-        if self._pending is None and self._pending_commit is None and not self._committer.pending:
-            return
-        pending, step = self._pending, self._pending_step
-        commit = self._pending_commit
-        self._pending = self._pending_step = self._pending_commit = None
-        ckpt_dir = commit[1] if commit is not None else step_dir(self.output_dir, step or 0)
-        try:
-            if pending is not None:
-                future = getattr(pending, "upload_completion", pending)
-                future.result()
-                if commit is not None:
-                    dcp_files_written(commit[0])
-                fault_point("after:model")
-            if commit is not None:
-                self._start_commit(*commit)
-        except ANY_ERROR as exc:
-            raise CheckpointSaveError(ckpt_dir, commit[2] if commit else step or 0, exc) from exc
-        if self._committer.join():
-            get_platform().barrier()  # the folder is in place for every rank
+        """Block until the save in flight (if any) is committed (``StepWriter.wait``); collective."""
+        self.writer.wait()
 
     # ----------------------------------------------------------------- resume
     def _required_files(self) -> list[str]:

@@ -711,7 +711,7 @@ def test_async_save_layout_and_wait(tmp_path):
     for step in (2, 3):
         names = set(os.listdir(tmp_path / "ckpt" / f"step_{step}"))
         assert {".metadata", "optimizer_rank0.pt", "extra_state.json", "rng_rank0.pt"} <= names
-    assert trainer.checkpoint_callback._pending is None
+    assert trainer.checkpoint_callback.writer._pending is None
     assert trainer.checkpoint_callback.last_saved_step == 3
 
 
@@ -876,7 +876,7 @@ def test_fsdp2_async_checkpoint_resume_and_export(tmp_path, gloo_world):
 
     ref = build(_ckpt_args(tmp_path, save_steps=2, save_async=True, save_hf_weights=True), seed=0)
     ref_metrics = ref.train(steps=4)
-    assert ref.checkpoint_callback._async_pg is not None  # gloo group created once for async saves
+    assert ref.checkpoint_callback.writer._async_group is not None  # gloo group created once for async saves
     assert isinstance(ref.optimizer.state_dict()["state"][0]["exp_avg"], DTensor)
     hf = load_file(str(tmp_path / "ckpt" / "step_4" / "hf_ckpt" / "model.safetensors"))
     assert set(hf) == {"0.weight", "0.bias", "1.weight", "1.bias"}

@@ -80,7 +80,7 @@ def _save(trainer: str, state, output_dir: Path, *, scheduler_config=None) -> Pa
         ckpt.trainer.state = SimpleNamespace(max_steps=MAX_STEPS)
         ckpt.save(SimpleNamespace(global_step=state.step, epoch=state.epoch))
         ckpt.wait_for_pending()
-        ckpt._unlock()
+        ckpt.writer.unlock()
     else:
         mgr = _manager(state, str(output_dir), save_steps=state.step, scheduler_config=scheduler_config)
         mgr.save(state.step, state.epoch, force=True)

@@ -445,7 +445,7 @@ def test_force_saves_off_cadence_and_synchronously(tmp_path):
     mgr = suite.manager(state, str(tmp_path), save_steps=0, save_async=True, save_hf_weights=True)
     assert mgr.maybe_save(3) is None
     assert mgr.save(3, force=True) == str(tmp_path / "step_3")
-    assert mgr._pending is None  # forced saves are synchronous
+    assert mgr.writer._pending is None  # forced saves are synchronous
     assert (tmp_path / "step_3" / "hf_ckpt" / "model.safetensors").is_file()
     assert not (tmp_path / "step_3" / "hf_ckpt" / "config.json").exists()  # no adapter, no config
 
@@ -454,9 +454,9 @@ def test_async_save_then_final_save(tmp_path):
     state = _tiny_state(tmp_path)
     mgr = suite.manager(state, str(tmp_path), save_steps=2, save_async=True, save_hf_weights=False)
     mgr.maybe_save(2)
-    assert mgr._pending is not None and mgr.last_saved_step == 2
+    assert mgr.writer._pending is not None and mgr.last_saved_step == 2
     mgr.save_final(3)
-    assert mgr._pending is None and mgr.last_saved_step == 3
+    assert mgr.writer._pending is None and mgr.last_saved_step == 3
     for step in (2, 3):
         names = set(os.listdir(tmp_path / f"step_{step}"))
         assert {
@@ -633,7 +633,7 @@ def test_fsdp2_layout_async_save_and_cross_resume(tmp_path, gloo_world):
     legacy_dir = suite.legacy_save(state, str(tmp_path / "legacy"))
     mgr = suite.manager(state, str(tmp_path / "manager"), save_steps=STEPS, save_async=True)
     mgr.maybe_save(STEPS, 0)
-    assert mgr._async_group is not None  # gloo group made once for the async shard writes
+    assert mgr.writer._async_group is not None  # gloo group made once for the async shard writes
     mgr.save_final(STEPS, 0)
     manager_dir = tmp_path / "manager" / f"step_{STEPS}"
     assert_bitwise_equal(suite.read_step_dir(legacy_dir), suite.read_step_dir(manager_dir), "checkpoint")

@@ -62,7 +62,7 @@ def _saver(trainer: str, state, output_dir: Path, **flags):
             ckpt.save(progress)
             ckpt.wait_for_pending()
 
-        return SimpleNamespace(save=save, close=lambda: ckpt._unlock())
+        return SimpleNamespace(save=save, close=lambda: ckpt.writer.unlock())
     mgr = suite.manager(state, str(output_dir), save_steps=1, save_hf_weights=False, **flags)
 
     def save():
