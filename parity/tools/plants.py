@@ -2179,3 +2179,110 @@ def catalogue_problems(plants: Sequence[Plant] = PLANTS) -> list[str]:
         if plant.expected == "caught" and not plant.needs.strip():
             problems.append(f"plant {plant.name}: 'needs' (the case that catches it) is empty")
     return problems
+
+
+# ----------------------------------------------------------------------------- what mutmut writes
+# The single-token edits mutmut 3's operators make (``mutmut.mutation.mutators``): a plant that
+# makes one of them is a divergence the mutation run generates anyway, in every function.
+_MUTMUT_SWAPS = {
+    **dict.fromkeys(("+", "-"), None),
+    "+": "-", "-": "+", "*": "/", "/": "*", "//": "/", "%": "/", "<<": ">>", ">>": "<<",
+    "&": "|", "|": "&", "^": "&", "**": "*", "+=": "-=", "-=": "+=", "*=": "/=", "/=": "*=",
+    "//=": "/=", "%=": "/=", "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
+    "and": "or", "or": "and", "True": "False", "False": "True", "in": "not in", "is": "is not",
+    "break": "return", "continue": "break",
+}  # fmt: skip
+
+
+def _tokens(text: str) -> list[str]:
+    import io
+    import tokenize
+
+    skip = (
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.COMMENT,
+        tokenize.ENDMARKER,
+    )
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+
+
+def _in_function(plant: Plant, root: Path) -> bool:
+    """Whether ``plant.function`` is a function or method (mutmut mutates function bodies only,
+    never module-level constants or class attributes)."""
+    path = root / plant.file
+    if not path.is_file():
+        return False
+    with _AST_PARSE_LOCK:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    parts = plant.function.split(".")
+    body: list[ast.stmt] = tree.body
+    node: ast.stmt | None = None
+    for part in parts:
+        node = next((n for n in body if getattr(n, "name", None) == part), None)
+        if node is None:
+            return False
+        body = getattr(node, "body", [])
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+
+
+def _in_call(tokens: list[str], at: int) -> bool:
+    """Whether position ``at`` lies inside the parentheses of a call (``name(`` or ``)(``)."""
+    depth = 0
+    for i in range(at - 1, -1, -1):
+        if tokens[i] in (")", "]", "}"):
+            depth += 1
+        elif tokens[i] in ("(", "[", "{"):
+            if depth == 0:
+                return (
+                    tokens[i] == "("
+                    and i > 0
+                    and (tokens[i - 1].isidentifier() or tokens[i - 1] in (")", "]"))
+                )
+            depth -= 1
+    return False
+
+
+def mutation_operator(plant: Plant, root: Path | None = None) -> str | None:
+    """The mutmut operator that makes ``plant``'s edit, or None when no operator can express it
+    (the plants the catalogue keeps): a swap of one operator, keyword or boolean; a number made
+    one larger; one call argument dropped; ``not`` dropped; a right-hand side made ``None``; in a
+    function body (mutmut leaves module-level and class-level code alone)."""
+    import difflib
+
+    if not _in_function(plant, root or Path(__file__).resolve().parents[2]):
+        return None
+    old, new = _tokens(plant.old), _tokens(plant.new)
+    if not old or not new:
+        return None
+    ops = [
+        op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
+    if len(ops) != 1:
+        return None
+    tag, i1, i2, j1, j2 = ops[0]
+    if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1:
+        x, y = old[i1], new[j1]
+        if _MUTMUT_SWAPS.get(x) == y:
+            return f"swap {x} -> {y}"
+        try:
+            if float(y) == float(x) + 1:
+                return "number + 1"
+        except ValueError:
+            pass
+    keyword_value = _in_call(old, i1) or old[i2 : i2 + 1] == [","]  # ``f(x=value,``: not an assignment
+    if tag == "replace" and new[j1:j2] == ["None"] and i1 > 0 and old[i1 - 1] == "=" and not keyword_value:
+        return "assignment to None"
+    if tag == "delete":
+        gone = old[i1:i2]
+        if gone == ["not"]:
+            return "not removed"
+        balanced = gone.count("(") == gone.count(")") and gone.count("[") == gone.count("]")
+        if balanced and (gone[0] == "," or gone[-1] == ",") and _in_call(old, i1):
+            return "argument removed"
+    return None

@@ -255,3 +255,47 @@ def test_past_the_deadline_no_mutant_starts(monkeypatch):
     assert done == [] and ran == []
     done = runner.run_mutants(pool, cmap, None, jobs=1, on_verdict=lambda v: None, deadline=None)
     assert [v.mutant.name for v in done] == ["n0", "n1", "n2"]
+
+
+def test_where_a_survivor_sits(tmp_path):
+    """message: a raise or a log call; error_path: a refusal's condition or body, an except; else behaviour."""
+    from parity.tools.mutation.where import where
+
+    (tmp_path / "m.py").write_text(
+        textwrap.dedent(
+            """\
+            import logging
+            log = logging.getLogger()
+            def f(x):
+                if x < 0 or x > 9:
+                    bad = f"x={x}"
+                    raise ValueError(bad)
+                log.info("x is %d", x)
+                try:
+                    y = x * 2
+                except ValueError:
+                    y = 0
+                return y + 1
+            """
+        )
+    )
+    assert [where("m.py", n, tmp_path) for n in (4, 5, 6, 7, 9, 11, 12)] == [
+        "error_path", "error_path", "message", "message", "behaviour", "error_path", "behaviour",
+    ]  # fmt: skip
+
+
+def test_score_splits_survivors_by_where(tmp_path, monkeypatch):
+    (tmp_path / "p.py").write_text("def f(x):\n    if x:\n        raise ValueError('no')\n    return x + 1\n")
+    monkeypatch.chdir(tmp_path)
+    rows = [
+        {"key": "k1", "path": "p.py", "qualname": "f", "line": 3, "operator": "'no' -> 'XXnoXX'",
+         "status": "survived", "before": "", "after": ""},
+        {"key": "k2", "path": "p.py", "qualname": "f", "line": 4, "operator": "'+' -> '-'",
+         "status": "not_covered", "before": "", "after": ""},
+    ]  # fmt: skip
+    result = score.Result(
+        verdicts=rows, reviewed=[], population=2, sample=None, seed=0, scope="all", seconds={}
+    )
+    data = result.to_dict()
+    assert data["survivors_by_where"] == {"message": 1, "error_path": 0, "behaviour": 1}
+    assert [s["where"] for s in data["survivors"]] == ["message", "behaviour"]

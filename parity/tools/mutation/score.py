@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from parity.tools.mutation.mutants import area_of
+from parity.tools.mutation.where import KINDS, where
 
 __all__ = ["REVIEWED_FILE", "Progress", "Result", "Reviewed", "print_summary", "wilson", "write"]
 
@@ -120,7 +121,13 @@ class Result:
         return out
 
     def survivors(self) -> list[dict[str, Any]]:
-        return [v for v in self.verdicts if v["status"] in ("survived", "not_covered")]
+        """Survivors and mutants no case runs, each with ``where`` it sits (``where.where``)."""
+        root = Path.cwd()
+        return [
+            {**v, "where": where(v["path"], v["line"], root)}
+            for v in self.verdicts
+            if v["status"] in ("survived", "not_covered")
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         run = len(self.verdicts)
@@ -145,10 +152,23 @@ class Result:
             "survivors": [
                 {
                     k: v[k]
-                    for k in ("key", "path", "qualname", "line", "operator", "status", "before", "after")
+                    for k in (
+                        "key",
+                        "path",
+                        "qualname",
+                        "line",
+                        "operator",
+                        "status",
+                        "where",
+                        "before",
+                        "after",
+                    )
                 }
                 for v in self.survivors()
             ],
+            "survivors_by_where": {
+                kind: Counter(v["where"] for v in self.survivors())[kind] for kind in KINDS
+            },
             "verdicts": self.verdicts,
             "reviewed": self.reviewed,
             "module_notes": self.module_notes,
@@ -192,12 +212,20 @@ def print_summary(result: Result, console: Console, *, survivors: int = 40) -> N
     console.print(table)
     for row in data["survivors"][:survivors]:
         console.print(
-            f"  {row['status']:<11} {row['path']}:{row['qualname']}:{row['line']} {row['operator']}",
+            f"  {row['status']:<11} {row['where']:<10} {row['path']}:{row['qualname']}:{row['line']} "
+            f"{row['operator']}",
             highlight=False,
             markup=False,
         )
     if len(data["survivors"]) > survivors:
         console.print(f"  ... {len(data['survivors']) - survivors} more in mutation.json")
+    by_where = data["survivors_by_where"]
+    console.print(
+        "survivors and not covered, by where they sit: "
+        + ", ".join(f"{kind} {by_where[kind]}" for kind in KINDS)
+        + " (message: error or log text; error_path: a refusal or failure branch; behaviour: the rest)",
+        highlight=False,
+    )
     t = data["total"]
     lo, hi = t["ci95"]
     drawn = f"{result.sample} drawn of {result.population}" if result.sample else f"{result.population}"
