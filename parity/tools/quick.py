@@ -68,6 +68,7 @@ class QuickPlan:
     cases_of: dict[str, list[str]] = field(default_factory=dict)  # plant name -> case ids
     problems: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # cases no plant is known to turn red (yet)
+    by_mutants: list[str] = field(default_factory=list)  # no plant claim; killed a recorded mutant
 
 
 def make_plan(
@@ -75,10 +76,16 @@ def make_plan(
     plants: Sequence[Plant] = PLANTS,
     claims: Mapping[str, Sequence[str]] = CLAIMS,
     unmeasured: Collection[str] = UNMEASURED,
+    kills: Mapping[str, Sequence[str]] | None = None,
 ) -> QuickPlan:
-    """Group the torch cases by claimed plant; a case without a claim (unless listed in
-    ``unmeasured``, the known debt), a claim naming no case or an unknown plant, and a claim of an
-    inert plant are problems."""
+    """Group the torch cases by claimed plant. A case that claims no plant is measured by the
+    mutation run when it killed a recorded mutant (``kills``: ``parity.tools.mutation.kills``);
+    one with neither (unless listed in ``unmeasured``, the known debt), a claim naming no case or
+    an unknown plant, and a claim of an inert plant are problems."""
+    if kills is None:
+        from parity.tools.mutation import kills as recorded
+
+        kills = recorded.load()
     plan = QuickPlan()
     by_name = {p.name: p for p in plants}
     cases = list(cases)
@@ -98,8 +105,14 @@ def make_plan(
             plan.problems.append(
                 f"case {case.id} claims a plant and is listed UNMEASURED: drop it from UNMEASURED"
             )
+        if not claimed and kills.get(case.id):
+            plan.by_mutants.append(case.id)
+            continue
         if not claimed:
-            plan.problems.append(f"case {case.id} claims no plant (add it to parity/tools/claims.py)")
+            plan.problems.append(
+                f"case {case.id} claims no plant and killed no recorded mutant "
+                "(add a claim to parity/tools/claims.py, or a kill with `parity mutation`)"
+            )
         for name in claimed:
             plant = by_name.get(name)
             if plant is None:
@@ -269,6 +282,11 @@ def run_quick(
     console.print(
         f"selfcheck --quick: {len(plan.cases_of)} plant(s) against the {n_cases} case(s) that claim them "
         f"({len(chunks)} run(s)), {jobs} job(s), backend {BACKEND}"
+        + (
+            f"; {len(plan.by_mutants)} case(s) vouched for by their recorded mutant kills"
+            if plan.by_mutants
+            else ""
+        )
         + (
             f"; {len(plan.unmeasured)} case(s) still without a measured plant (UNMEASURED)"
             if plan.unmeasured

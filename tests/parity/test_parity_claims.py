@@ -40,3 +40,39 @@ def test_each_plant_written_for_a_case_is_claimed_and_moves_one_side():
         # A shared edit moves both sides at once: only a golden could see it.
         assert plant.side in ("new", "legacy"), name
         assert name in claimed, f"plant {name} is claimed by no case"
+
+
+def test_a_case_without_a_plant_is_measured_by_a_recorded_mutant_kill(tmp_path):
+    """The mutation run vouches for a case no plant claims; a case with neither is named."""
+    from parity.cases import Registry
+    from parity.tools.mutation import kills
+
+    reg = Registry()
+    reg.golden("a", kind="k", producer=lambda: 1)
+    reg.golden("b", kind="k", producer=lambda: 1)
+    path = tmp_path / "kills.json"
+    verdicts = [
+        {"status": "killed", "case": "k.a", "key": "hyper_parallel/x.py:f:1"},
+        {"status": "survived", "case": None, "key": "hyper_parallel/x.py:f:2"},
+    ]
+    assert kills.merge(verdicts, path) == {"k.a": ["hyper_parallel/x.py:f:1"]}
+    assert kills.merge([{"status": "killed", "case": "k.a", "key": "hyper_parallel/x.py:g:3"}], path)[
+        "k.a"
+    ] == [
+        "hyper_parallel/x.py:f:1",
+        "hyper_parallel/x.py:g:3",
+    ]  # a later run adds, never forgets
+    plan = make_plan(reg, claims={}, unmeasured=(), kills=kills.load(path))
+    assert plan.by_mutants == ["k.a"]
+    assert len(plan.problems) == 1 and "k.b claims no plant and killed no recorded mutant" in plan.problems[0]
+
+
+def test_a_damaged_kills_file_is_an_error(tmp_path):
+    import pytest
+
+    from parity.tools.mutation import kills
+
+    path = tmp_path / "kills.json"
+    path.write_text('{"kills": {"k.a": "not a list"}}')
+    with pytest.raises(SystemExit, match="kills.json: expected"):
+        kills.load(path)

@@ -39,7 +39,7 @@ from typing import Any
 from rich.console import Console
 
 from parity.tools.mutation import changed as changed_mod
-from parity.tools.mutation import coverage, score
+from parity.tools.mutation import coverage, kills, score
 from parity.tools.mutation.child import CHILD_CODE, child_env
 from parity.tools.mutation.mutants import Mutant
 from parity.tools.mutation.workspace import Workspace
@@ -321,6 +321,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "so far are a uniform sample (the selection runs in drawn order): the nightly job's bound",
     )
     p.add_argument(
+        "--record-kills",
+        action="store_true",
+        help="add each killing case's mutants to parity/tools/mutation/kills.json (the quick self-check "
+        "counts a case without a plant claim as measured when it killed a recorded mutant)",
+    )
+    p.add_argument(
         "--max-groups",
         type=int,
         default=None,
@@ -415,6 +421,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
         module_notes=reviewed.module_notes,
     )
     path = score.write(result, args.report_dir)
+    if args.record_kills:
+        recorded = kills.merge(result.verdicts)
+        console.print(f"kills recorded in {kills.KILLS_FILE} ({len(recorded)} cases): commit it with the run")
     score.print_summary(result, console)
     console.print(f"written: {path}")
     return 0
