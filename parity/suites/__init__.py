@@ -1,8 +1,10 @@
 """The default parity suite: every module in this package registers its cases into ``REGISTRY``.
 
-Adding cases: create ``parity/suites/<name>.py`` that calls ``REGISTRY.pair(...)`` /
-``REGISTRY.golden(...)`` at import time. Modules are imported in name order, so case order (and
-with it pytest-xdist collection) is the same in every process.
+Adding cases: create ``parity/suites/<name>.py`` that registers at import time, through
+``SUITE = REGISTRY.suite(tags=..., ...)`` (the module's defaults, said once) and ``SUITE.pair`` /
+``SUITE.golden`` / ``SUITE.grid``. A suite imports the harness core (``parity.e2e``,
+``parity.builders``, ``parity.legacy_driver``), never another suite. Modules are imported in name
+order, so case order (and with it pytest-xdist collection) is the same in every process.
 
 Every case carries at least one of ``TAGS``: the component it covers (``COMPONENT_TAGS``; a
 component's test module selects its cases with ``case_params(REGISTRY, tag="<component>")``), or
