@@ -25,6 +25,14 @@ new mapping or the platform the components call: the most valuable plants), ``le
 tier B goldens can catch those). ``needs`` names the case that catches it (or would, for a plant
 that survives today): it is what the report prints next to a survivor.
 
+What the catalogue keeps: the slips mutmut's operators cannot write (``mutation_operator`` names
+the operator for a plant that one of them makes; such a plant is retired, the mutation run
+generates it in every function). The kinds kept: a value replaced by another valid one (a decay
+style, a dtype, a default, an expression such as ``a=5**0.5``); a statement or call added (a clamp,
+an extra ``zero_grad``, a reseed); a statement removed outright; statements reordered; an edit in
+two or more places at once; module-level constants and class-level defaults (mutmut mutates
+function bodies only); ``inert`` plants, which must change nothing.
+
 Adding a plant: append a ``_plant(...)`` to ``PLANTS`` (``function=`` the function it lives in,
 ``old`` a line or a few, exactly once in that function), then run ``python -m parity selfcheck --plant <name>``;
 ``tests/parity/test_parity_selfcheck.py`` checks that every snippet still applies.

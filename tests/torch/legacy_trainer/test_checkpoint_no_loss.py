@@ -65,7 +65,7 @@ def _run(trainer: str, state, output_dir: Path, *, save_steps: int = 2, load_pat
             ckpt.on_train_begin(progress)
             return progress.global_step
 
-        return SimpleNamespace(save=save, resume=resume, close=ckpt._unlock)
+        return SimpleNamespace(save=save, resume=resume, close=ckpt.writer.unlock)
     from hyper_parallel.components.checkpoint import CheckpointManager
 
     mgr = CheckpointManager.Config(
