@@ -172,10 +172,10 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "batches.dataloader_split-data=short_text-gbs=6-mbs=2-rank=5-seed=0-seq=16-shuffle=true-steps=100-tok=asset-tp=2-world=6": (
         "dl_cutoff_off_by_one",
     ),
-    "component_checkpoint_async": ("ckpt_step_dir_zero_padded",),
-    "component_checkpoint_layout": ("ckpt_step_dir_zero_padded",),
+    "component_checkpoint_async": ("ckpt_async_on_forced_save",),
+    "component_checkpoint_layout": ("ckpt_periodic_export_skipped",),
     "component_checkpoint_manager": ("ckpt_step_dir_zero_padded",),
-    "component_checkpoint_resume": ("ckpt_step_dir_zero_padded",),
+    "component_checkpoint_resume": ("ckpt_rng_not_restored",),
     "component_loss": ("loss_shift_pads_last_with_zero",),
     "component_loss_drawn_vs_legacy": ("loss_shift_pads_last_with_zero",),
     "component_loss_reduction_vs_legacy": ("loss_shift_pads_last_with_zero",),
