@@ -244,16 +244,10 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     # on the points that use them; each plant other than the two generic ones is claimed at its two
     # cheapest points (fewest ranks and steps), every other point claims one plant that caught it.
     "e2e_explore.explore_cover-point=0": ("init_scheduler_primed",),
-    "e2e_explore.explore_cover-point=1": (
-        "blind_cfgmgr_bool_case_sensitive",
-        "blind_ht_epoch_break_strict",
-    ),
+    "e2e_explore.explore_cover-point=1": ("blind_cfgmgr_bool_case_sensitive",),
     "e2e_explore.explore_cover-point=10": ("blind_ht_run_settings_yaml_max_steps",),
     "e2e_explore.explore_cover-point=11": ("init_scheduler_primed",),
-    "e2e_explore.explore_cover-point=12": (
-        "blind_ht_epoch_break_strict",
-        "blind_ht_run_settings_yaml_max_steps",
-    ),
+    "e2e_explore.explore_cover-point=12": ("blind_ht_run_settings_yaml_max_steps",),
     "e2e_explore.explore_cover-point=13": ("init_scheduler_primed",),
     "e2e_explore.explore_cover-point=14": ("init_scheduler_primed",),
     "e2e_explore.explore_cover-point=15": ("blind_cfgmgr_bool_case_sensitive",),
@@ -305,7 +299,6 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "long_lr": ("lrsched_lr_min_as_ratio",),
     "losses.component_loss_ignore_index_vs_legacy-batch=2-chunks=0-data_seed=7-ignore=random-ignore_index=-1-seq=16": (
         "loss_shift_pads_last_with_zero",
-        "blind_loss_count_tokens_default_ignore",
     ),
     "losses.component_loss_ignore_index_vs_legacy-batch=2-chunks=0-data_seed=7-ignore=random-ignore_index=0-seq=16": (
         "loss_shift_default_ignore_index",
@@ -422,7 +415,6 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "profiler_new_run": ("prof_active_off_by_one",),
     "profiler_run_hypothesis": ("prof_active_off_by_one",),
     "reseed": ("platform_generator_unseeded",),
-    "shared_hf_load_truncation_relation": ("blind_shared_hf_load_extra_layer",),
     "token_ids.component_tokenizer_config_pad_vs_legacy-pad=endoftext-variant=pad": (
         "tok_config_pad_only_when_missing",
     ),

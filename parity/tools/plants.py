@@ -761,17 +761,6 @@ PLANTS: tuple[Plant, ...] = (
         function="HuggingFaceTextDataLoader._build_dataset",
     ),
     _plant(
-        "dl_sampler_keeps_last",
-        "dataloader",
-        "new",
-        DL,
-        "            seed=self.seed,\n            drop_last=True,\n",
-        "            seed=self.seed,\n            drop_last=False,\n",
-        "the sampler pads the last uneven split instead of dropping it",
-        needs="a dataloader pair whose dataset does not split evenly over the dp ranks",
-        function="BaseDataLoader.__init__",
-    ),
-    _plant(
         "dl_grad_accum_ignores_dp",
         "dataloader",
         "new",
@@ -1629,20 +1618,6 @@ PLANTS: tuple[Plant, ...] = (
         needs="component_tokenizer_vs_legacy (special=False)",
         function="HuggingFaceTokenizer.encode",
     ),
-    # ---------------------------------------------------- blind set
-    # Written from the product code alone, measured once with the full suite before joining;
-    # the measurement is in parity/tools/plants_blind.py.
-    _plant(
-        "blind_ht_rank_average_micro_threshold",
-        "train-step",
-        "new",
-        HT,
-        "loss / num_micro if num_micro > 1 else loss",
-        "loss / num_micro if num_micro > 2 else loss",
-        "rank_average scales each micro-batch loss only from 3 micro-batches on (off by one)",
-        needs="caught in the blind run by explore_cover x8",
-        function="HyperTrainer.forward_backward_step",
-    ),
     _plant(
         "blind_map_lr_min_to_lr_max",
         "mapping",
@@ -1653,17 +1628,6 @@ PLANTS: tuple[Plant, ...] = (
         "legacy lr_min is sent to lr_scheduler.lr_max",
         needs="caught in the blind run by trainer_e2e x20, hyper_trainer_curve x4, +7 more",
         function="FIELD_MAP",
-    ),
-    _plant(
-        "blind_shared_infer_seqlen_half_inclusive",
-        "shared",
-        "shared",
-        "hyper_parallel/data/transforms.py",
-        "if target_len * 2 < cutoff:",
-        "if target_len * 2 <= cutoff:",
-        "masked alpaca: a response of exactly half the cutoff keeps the whole cutoff (off by one)",
-        needs="caught in the blind run by transform_grid_golden",
-        function="infer_seqlen",
     ),
     _plant(
         "blind_inert_ht_zero_grad_before_scheduler",
@@ -1723,17 +1687,6 @@ PLANTS: tuple[Plant, ...] = (
         function="ChunkedCELoss.__call__",
     ),
     _plant(
-        "blind_ht_epoch_break_strict",
-        "train-step",
-        "new",
-        HT,
-        "if state.global_step >= state.max_steps:",
-        "if state.global_step > state.max_steps:",
-        "a finished run still enters the next epoch (set_epoch, on_epoch_begin/end events)",
-        needs="SURVIVED the blind run; needs an e2e pair with num_train_epochs > 1 that reaches max_steps inside an earlier epoch, comparing the user-callback event sequence (on_epoch_begin/end of the extra epoch)",
-        function="HyperTrainer.train",
-    ),
-    _plant(
         "blind_map_tokenizer_prefers_weights_path",
         "mapping",
         "new",
@@ -1788,17 +1741,6 @@ PLANTS: tuple[Plant, ...] = (
         "the legacy dp wins over dp_shard when both are set",
         needs="SURVIVED the second blind run; caught since by explore_cover points that set the legacy dp and dp_shard together (dp_shard forms dp and both)",
         function="legacy_to_trainer_config",
-    ),
-    _plant(
-        "blind_shared_hf_load_extra_layer",
-        "shared",
-        "shared",
-        "hyper_parallel/models/qwen3_5/state_dict.py",
-        "if layer is not None and int(layer.group(1)) >= num_layers:",
-        "if layer is not None and int(layer.group(1)) > num_layers:",
-        "truncating HF weights keeps one layer too many",
-        needs="SURVIVED the second blind run; caught since by the HF truncation relation (shared_relations: a folder with extra layers loads to the exact folder's state)",
-        function="Qwen3_5StateDictAdapter.load_hf_state_dict",
     ),
     _plant(
         "blind_inert_metrics_sink_rank_check",
@@ -1900,17 +1842,6 @@ PLANTS: tuple[Plant, ...] = (
         "warmup steps from the ratio rounded to nearest instead of up",
         needs="caught in the second blind run by lrsched_grid x3, lrsched_dataset_shrunk, lrsched_hypothesis, +5 more (26 cases)",
         function="LRSchedulersContainer.__init__",
-    ),
-    _plant(
-        "blind_loss_count_tokens_default_ignore",
-        "loss",
-        "new",
-        LOSS,
-        "return count_loss_tokens(labels, self.config.ignore_index)",
-        "return count_loss_tokens(labels)",
-        "token weighting counts with -100 whatever the loss's ignore_index",
-        needs="SURVIVED the second blind run; caught since by the loss pairs, which compare count_tokens too",
-        function="BaseLoss.count_tokens",
     ),
     _plant(
         "blind_dl_hf_steps_ceil",
@@ -2226,8 +2157,11 @@ def _in_function(plant: Plant, root: Path) -> bool:
     path = root / plant.file
     if not path.is_file():
         return False
-    with _AST_PARSE_LOCK:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    try:
+        with _AST_PARSE_LOCK:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+    except SyntaxError:
+        return False
     parts = plant.function.split(".")
     body: list[ast.stmt] = tree.body
     node: ast.stmt | None = None
@@ -2254,6 +2188,17 @@ def _in_call(tokens: list[str], at: int) -> bool:
                 )
             depth -= 1
     return False
+
+
+# Plants mutmut could write that stay, each the only measured claim of some case, until a mutation
+# run records a kill by that case (``parity/tools/mutation/kills.json``; a run stops at the first
+# killing case, so a case that is never first records nothing).
+KEPT_FOR_CLAIMS = {
+    "legacy_warmup_inclusive": "the only claim of legacy_lr (constant schedule)",
+    "loss_shift_default_ignore_index": "the only claim of component_loss_ignore_index_vs_legacy",
+    "shared_dummy_ids_from_one": "the only claim of the legacy recipe goldens and legacy_dummy_batches",
+    "tok_call_drops_kwargs": "the only claim of component_tokenizer_transform_vs_legacy",
+}
 
 
 def mutation_operator(plant: Plant, root: Path | None = None) -> str | None:

@@ -256,3 +256,39 @@ def test_a_plant_is_caught_and_an_inert_one_stays_green_end_to_end(tmp_path):
     assert data["catch_rate"] == {"caught": 1, "expected_caught": 1, "rate": 1.0}
     assert data["survivors"] == [] and data["false_alarms"] == [] and data["ok"] is True
     assert "catch rate: 1/1 (100.0%)" in text and "parity selfcheck" in text
+
+
+def test_no_plant_is_an_edit_mutmut_writes():
+    """A caught plant that a mutmut operator makes is retired (the mutation run generates it in
+    every function), unless it is the only claim of some case (``KEPT_FOR_CLAIMS``)."""
+    from parity.tools.plants import KEPT_FOR_CLAIMS, mutation_operator
+
+    writable = {
+        p.name: mutation_operator(p) for p in PLANTS if p.expected == "caught" and mutation_operator(p)
+    }
+    assert set(writable) == set(KEPT_FOR_CLAIMS), writable
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "function", "expected"),
+    [
+        ("ok = step < warmup", "ok = step <= warmup", "f", "swap < -> <="),
+        ("x = g(a, b=1)", "x = g(a)", "f", "argument removed"),
+        ("n = count + 1", "n = count + 2", "f", "number + 1"),
+        ("y = compute(x)", "y = None", "f", "assignment to None"),
+        ("g(a, b=compute(x))", "g(a, b=None)", "f", None),  # a keyword value, not an assignment
+        (
+            'style = "cosine"',
+            'style = "linear"',
+            "f",
+            None,
+        ),  # another valid value: mutmut writes "XXcosineXX"
+        ("LIMIT = 1", "LIMIT = 2", "LIMIT", None),  # module level: mutmut mutates function bodies only
+    ],
+)
+def test_mutation_operator_names_what_mutmut_writes(tmp_path, old, new, function, expected):
+    from parity.tools.plants import mutation_operator
+
+    (tmp_path / "m.py").write_text(f"LIMIT = 1\n\n\ndef f(x, a, count, warmup, step):\n    {old}\n")
+    plant = Plant("p", "loss", "new", "m.py", old, new, "why", function=function)
+    assert mutation_operator(plant, tmp_path) == expected
