@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 from hyper_parallel.components.checkpoint import CheckpointManager
@@ -13,9 +12,8 @@ from hyper_parallel.components.metrics import MetricsProcessor
 from hyper_parallel.components.optimizer import OptimizersContainer
 from hyper_parallel.components.tokenizer import HuggingFaceTokenizer
 from hyper_parallel.config import DebugConfig, ParallelismConfig, TrainingConfig
-from hyper_parallel.models.qwen3_5 import FLAVORS, MODEL_NAME, Qwen3_5Config
-from hyper_parallel.models.qwen3_5.parallelize import new_path_parallelize_fn
-from hyper_parallel.models.spec import ModelSpec, get_spec
+from hyper_parallel.models.qwen3_5 import FLAVORS, Qwen3_5Config, new_path_spec
+from hyper_parallel.models.spec import ModelSpec
 from hyper_parallel.trainer.hyper_trainer import HyperTrainer, TrainerConfig
 
 __all__ = ["RECIPES", "debug", "model_spec"]
@@ -28,12 +26,7 @@ def model_spec(flavor: str) -> ModelSpec:
     """
     if flavor not in FLAVORS:
         raise ValueError(f"qwen3_5 flavor {flavor!r} is unknown; expected one of {sorted(FLAVORS)}")
-    return dataclasses.replace(
-        get_spec(MODEL_NAME),
-        flavor=flavor,
-        model=Qwen3_5Config(**FLAVORS[flavor]),
-        parallelize_fn=new_path_parallelize_fn(),
-    )
+    return new_path_spec(flavor, Qwen3_5Config(**FLAVORS[flavor]))
 
 
 def debug() -> TrainerConfig:  # HyperTrainer.Config is TrainerConfig

@@ -12,7 +12,6 @@ It lives with the trainer because it reads the legacy schema and writes componen
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -260,19 +259,13 @@ def _put(tree: dict[str, Any], path: str, value: Any) -> None:
 
 def _model_spec(args: Any):
     """The registered spec of ``model.name`` with the merged model config attached (v2 fields)."""
-    from hyper_parallel.models.qwen3_5.config import config_from_args
-    from hyper_parallel.models.qwen3_5.parallelize import new_path_parallelize_fn
+    from hyper_parallel.models.qwen3_5 import config_from_args, new_path_spec
     from hyper_parallel.trainer.utils.discovery import discover_model_spec
 
-    spec = discover_model_spec(args.model.name)
+    discover_model_spec(args.model.name)  # registers it; an unknown name is refused there
     if args.model.name != "qwen3_5":
         raise NotImplementedError(f"model.name={args.model.name!r}: only qwen3_5 has a new-path mapping")
-    return dataclasses.replace(
-        spec,
-        flavor=args.model.flavor,
-        model=config_from_args(args),
-        parallelize_fn=new_path_parallelize_fn(),
-    )
+    return new_path_spec(args.model.flavor, config_from_args(args))
 
 
 # The computed targets (``DERIVED``) whose value comes from one legacy field the user sets.

@@ -1,5 +1,6 @@
 """Qwen3.5-style debug LM; importing this package registers the ``"qwen3_5"`` ModelSpec."""
 
+import dataclasses
 from typing import Any
 
 from hyper_parallel.models.qwen3_5.config import FLAVORS, Qwen3_5Config, config_from_args
@@ -16,6 +17,7 @@ __all__ = [
     "Qwen3_5StateDictAdapter",
     "build_qwen3_5",
     "config_from_args",
+    "new_path_spec",
     "parallelize_qwen3_5",
 ]
 
@@ -25,6 +27,17 @@ MODEL_NAME = "qwen3_5"
 def build_qwen3_5(args: Any) -> Qwen3_5ForCausalLM:
     """Build the model from legacy ``args`` (flavour -> universal fields -> config_overrides)."""
     return build_from_config(config_from_args(args))
+
+
+def new_path_spec(flavor: str, config: Qwen3_5Config) -> ModelSpec:
+    """The registered spec as ``HyperTrainer`` takes it: the flavour, its model Config and the
+    new-path parallelize_fn (whose plan follows the process platform). The recipe and the legacy
+    mapping both assemble their spec here."""
+    from hyper_parallel.models.qwen3_5.parallelize import new_path_parallelize_fn
+
+    return dataclasses.replace(
+        get_spec(MODEL_NAME), flavor=flavor, model=config, parallelize_fn=new_path_parallelize_fn()
+    )
 
 
 def _register() -> None:
