@@ -36,15 +36,18 @@ def test_every_registered_case_claims_a_plant_that_exists_and_can_be_caught():
     plan = make_plan(REGISTRY)
     assert plan.problems == [], "\n".join(plan.problems)
     claimed = {case for cases in plan.cases_of.values() for case in cases}
-    assert claimed | set(plan.unmeasured) == {c.id for c in REGISTRY if "torch" in c.backends}
-    assert not claimed & set(plan.unmeasured)
+    vouched = set(
+        plan.by_mutants
+    )  # no plant claim, a recorded mutant kill (parity/tools/mutation/kills.json)
+    assert claimed | set(plan.unmeasured) | vouched == {c.id for c in REGISTRY if "torch" in c.backends}
+    assert not claimed & set(plan.unmeasured) and not claimed & vouched
 
 
 def test_claims_by_name_cover_a_grid_and_an_id_overrides_its_name():
     reg = _registry()
     claims = {"lr": (CAUGHT,), "lr_curve.lr-steps=2": (OTHER,), "lonely": (CAUGHT,)}
     assert [claims_of(c, claims) for c in reg] == [(CAUGHT,), (OTHER,), (), (CAUGHT,)]
-    plan = make_plan(reg, claims=claims, unmeasured=())
+    plan = make_plan(reg, claims=claims, unmeasured=(), kills={})
     assert plan.problems == []  # only_ms runs on no CI backend: nothing to claim
     assert plan.cases_of == {
         CAUGHT: ["lr_curve.lr-steps=1", "batches.lonely"],
@@ -54,12 +57,13 @@ def test_claims_by_name_cover_a_grid_and_an_id_overrides_its_name():
 
 def test_plan_problems_name_the_case_or_claim():
     claims = {"lr": ("no_such_plant",), "lr_curve.lr-steps=2": (INERT,), "gone_case": (CAUGHT,)}
-    problems = make_plan(_registry(), claims=claims, unmeasured=()).problems
+    problems = make_plan(_registry(), claims=claims, unmeasured=(), kills={}).problems
     assert problems == [
         "claim 'gone_case' names no registered case (id or name)",
         "case lr_curve.lr-steps=1 claims unknown plant 'no_such_plant'",
         f"case lr_curve.lr-steps=2 claims plant {INERT}, which is inert (it must change nothing)",
-        "case batches.lonely claims no plant (add it to parity/tools/claims.py)",
+        "case batches.lonely claims no plant and killed no recorded mutant "
+        "(add a claim to parity/tools/claims.py, or a kill with `parity mutation`)",
     ]
 
 

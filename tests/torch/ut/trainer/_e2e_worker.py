@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from parity.suites.e2e_trainer import run_legacy, run_new
+from parity.e2e import run_legacy, run_new
 
 
 def main() -> None:

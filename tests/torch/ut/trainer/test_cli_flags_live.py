@@ -307,6 +307,8 @@ def _snapshot(trainer: Any, root: Path) -> dict[str, Any]:
             name: _state(getattr(trainer, name, None))
             for name in ("tokenizer", "dataloader", "optimizer", "lr_scheduler", "loss_fn", "checkpointer", "metrics", "profiler")
         },
+        # The checkpointer's save lifecycle (async group, pending saves) lives in its writer.
+        "checkpoint_writer": _state(getattr(getattr(trainer, "checkpointer", None), "writer", None)),
         "loader": {
             **_state(trainer.dataloader.loader),
             "sampler": _state(trainer.dataloader.sampler),
