@@ -173,7 +173,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         "dl_cutoff_off_by_one",
     ),
     "component_checkpoint_async": ("ckpt_async_on_forced_save",),
-    "component_checkpoint_layout": ("ckpt_periodic_export_skipped",),
+    "component_checkpoint_layout": ("ckpt_rng_state_not_saved",),
     "component_checkpoint_manager": ("ckpt_step_dir_zero_padded",),
     "component_checkpoint_resume": ("ckpt_rng_not_restored",),
     "component_loss": ("loss_shift_pads_last_with_zero",),

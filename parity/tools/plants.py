@@ -927,6 +927,17 @@ PLANTS: tuple[Plant, ...] = (
         function="CheckpointManager.save_final",
     ),
     _plant(
+        "ckpt_rng_state_not_saved",
+        "checkpoint",
+        "new",
+        CKPT,
+        "        _save_object(platform.get_rng_state(), os.path.join(ckpt_dir, rng_file(rank)))\n",
+        "",
+        "the manager's checkpoint lacks rng_rank<r>.pt (a statement removed: no mutmut operator does that)",
+        needs="component_checkpoint_layout",
+        function="CheckpointManager._write_states",
+    ),
+    _plant(
         "ckpt_async_on_forced_save",
         "checkpoint",
         "new",
