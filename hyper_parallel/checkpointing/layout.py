@@ -65,27 +65,26 @@ def replaced_step_dir(final: str) -> str:
     return os.path.join(parent, f"{REPLACED_PREFIX}{name}")
 
 
-def find_step_dirs(root: str) -> list[tuple[int, str]]:
-    """``(step, path)`` of the ``step_<N>/`` folders directly under ``root``, newest first."""
+def _numbered_dirs(root: str, pattern: re.Pattern[str]) -> list[tuple[int, str]]:
+    """``(N, path)`` of the folders directly under ``root`` whose name ``pattern`` matches, newest first."""
     found = []
     with contextlib.suppress(OSError):
         for name in os.listdir(root):
-            match = STEP_RE.match(name)
+            match = pattern.match(name)
             if match and os.path.isdir(os.path.join(root, name)):
                 found.append((int(match.group(1)), os.path.join(root, name)))
     return sorted(found, reverse=True)
+
+
+def find_step_dirs(root: str) -> list[tuple[int, str]]:
+    """``(step, path)`` of the ``step_<N>/`` folders directly under ``root``, newest first."""
+    return _numbered_dirs(root, STEP_RE)
 
 
 def find_replaced_dirs(root: str) -> list[tuple[int, str]]:
     """``(step, path)`` of the ``.replaced.step_<N>/`` folders under ``root`` (a replacement that
     was interrupted), newest first."""
-    found = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir(root):
-            match = REPLACED_RE.match(name)
-            if match and os.path.isdir(os.path.join(root, name)):
-                found.append((int(match.group(1)), os.path.join(root, name)))
-    return sorted(found, reverse=True)
+    return _numbered_dirs(root, REPLACED_RE)
 
 
 def find_partials(root: str) -> list[str]:
