@@ -137,6 +137,7 @@ _CM = "hyper_parallel/components/checkpoint.py"
 _CK = "hyper_parallel/checkpointing/staging.py"
 _LAYOUT = "hyper_parallel/checkpointing/layout.py"
 _LIFE = "hyper_parallel/checkpointing/lifecycle.py"
+_READ = "hyper_parallel/checkpointing/reader.py"
 _BASE = "hyper_parallel/trainer/base.py"
 _HT = "hyper_parallel/trainer/hyper_trainer.py"
 _LOG = "hyper_parallel/trainer/callbacks/logging.py"
@@ -667,12 +668,12 @@ OUTPUTS: tuple[Output, ...] = (
         (
             f"{_CB}:CheckpointCallback.save",
             f"{_CB}:SafetensorsExportCallback.export",
-            f"{_CB}:CheckpointCallback.resume",
+            f"{_READ}:StepReader.resume",
         ),
         (
             f"{_CM}:CheckpointManager._save_checkpoint",
             f"{_CM}:CheckpointManager._export_step",
-            f"{_CM}:CheckpointManager.load",
+            f"{_READ}:StepReader.resume",
         ),
         None,
         "the same texts, but the async save line: legacy 'async checkpoint issued at step N to DIR', "

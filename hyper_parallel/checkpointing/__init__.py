@@ -1,8 +1,9 @@
-"""Checkpoint integrity: leaf helpers that the legacy callbacks and ``CheckpointManager`` both use.
+"""Checkpoints for both trainers: the legacy callbacks and ``CheckpointManager`` share all of it.
 
-What a checkpoint holds and in which order it is written and restored is each trainer's own code
-(``trainer/callbacks/checkpoint.py`` and ``components/checkpoint.py``). What is shared here is the
-part that must be identical for a folder written by one to be trusted by the other:
+What a checkpoint holds (which state files, from which objects) and when a save is due is each
+trainer's own code (``trainer/callbacks/checkpoint.py`` and ``components/checkpoint.py``). The
+lifecycle is one: :class:`.lifecycle.StepWriter` saves and :class:`.reader.StepReader` resumes
+for both, so a folder written by one is committed, trusted and restored by the other the same way:
 
 - **Staging.** A save writes into ``<output_dir>/.partial.step_<N>/`` and, once every file is on
   disk and fsynced, :func:`commit_step_dir` writes ``manifest.json`` (every file's relative path,
@@ -31,7 +32,8 @@ part that must be identical for a folder written by one to be trusted by the oth
 - **Modules**, one job each: :mod:`.errors`, :mod:`.layout` (names on disk), :mod:`.staging`
   (write, hash, manifest, commit), :mod:`.verify` (manifest checks, ``resolve_checkpoint``),
   :mod:`.run_lock` (one writer per run folder), :mod:`.resume_settings` and :mod:`.weights_fit`
-  (initial weights against the model). This package only re-exports them.
+  (checkpoints and initial weights against the model), :mod:`.lifecycle` (the save side) and
+  :mod:`.reader` (the resume side). This package only re-exports the leaf modules.
 - **Errors**: :class:`CheckpointCorruptError` (and :class:`UnsafeCheckpointError` for a crafted
   pickle), :class:`CheckpointSaveError`, :class:`CheckpointMismatchError`,
   :class:`UnwritableDirError`.

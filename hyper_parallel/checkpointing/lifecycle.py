@@ -49,7 +49,7 @@ class StepWriter:
 
     ``fields`` is the config section the user set (``"train.checkpoint"`` or ``"checkpoint"``): every
     refusal names ``<fields>.output_dir``, ``.load_path`` or ``.overwrite``. ``settings()`` gives
-    the run settings recorded in each manifest; ``errors()`` gives the failures a save turns into
+    the run settings recorded in each manifest (and compared on resume, ``reader.StepReader``); ``errors()`` gives the failures a save turns into
     ``CheckpointSaveError`` (DCP's ``CheckpointException`` is a ``BaseException``); it is called only
     when a save raises, so building stays cheap.
     """
@@ -68,7 +68,9 @@ class StepWriter:
     ) -> None:
         self.output_dir = output_dir
         self.fields = fields
-        self._settings = settings
+        self.save_steps = save_steps
+        self.overwrite = overwrite
+        self.settings = settings
         self._wait_model = wait_model
         self._errors = errors
         self._lock_key: str | None = None
@@ -159,7 +161,7 @@ class StepWriter:
         platform = get_platform()
         platform.barrier()
         coordinator = platform.get_rank() == 0
-        settings = self._settings() if coordinator else None
+        settings = self.settings() if coordinator else None
         self._committer.start(partial, ckpt_dir, step, coordinator=coordinator, settings=settings)
 
     def wait(self) -> None:

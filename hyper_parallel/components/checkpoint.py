@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,10 +61,8 @@ from hyper_parallel.checkpointing import (
     WeightsLoadError,
     atomic_write,
     atomic_write_json,
-    check_resume_output_dir,
     check_weights_fit,
     load_error,
-    resolve_checkpoint,
     step_dir,
     verify_files_in_checkpoint,
     verify_manifest,
@@ -81,15 +79,18 @@ from hyper_parallel.checkpointing.layout import (
     rng_file,
 )
 from hyper_parallel.checkpointing.lifecycle import StepWriter
+from hyper_parallel.checkpointing.reader import (
+    StateFile,
+    StepReader,
+    lenient_errors,
+    part_state_dicts,
+    raise_if_damaged,
+)
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
-    apply_optimizer_settings,
-    capture_groups,
-    check_resume,
     run_settings,
 )
 from hyper_parallel.checkpointing.weights_fit import (
-    check_checkpoint_fits,
     hf_folder_entries,
     hf_folder_shards,
 )
@@ -128,14 +129,6 @@ _HF_LOAD_DTYPES = frozenset({"bfloat16", "bf16", "float16", "fp16", "float32", "
 def _save_object(obj: Any, path: str) -> None:
     platform = get_platform()
     atomic_write(path, lambda tmp: platform.save(obj, tmp))
-
-
-def _read_object(path: str) -> Any:
-    """A ``.pt`` artifact, loaded with ``weights_only=True`` onto the device it was saved from."""
-    try:
-        return get_platform().load(path, weights_only=True, map_location=None)
-    except Exception as exc:  # zip, pickle and EOF errors all mean "unreadable"
-        raise load_error(path, exc) from exc
 
 
 def _logical_name(name: str) -> str:
@@ -240,22 +233,23 @@ class CheckpointManager(Configurable):
             wait_model=lambda handle: get_platform().dcp_wait(handle),
             errors=lambda: self._any_error,
         )
+        self.reader = StepReader(
+            self.writer,
+            mode=config.resume_config_changes,
+            allow_unverified=config.allow_unverified,
+            max_steps=lambda: self.run_settings.get("max_steps"),
+        )
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
         self.last_exported_step: int | None = 0
 
     @property
-    def _lenient(self) -> tuple[type[BaseException], ...]:
-        """(lenient) Failures that only warn; DCP's CheckpointException is a BaseException.
+    def _any_error(self) -> tuple[type[BaseException], ...]:
+        """Every failure of a save or load step: any Exception, and DCP's CheckpointException.
 
         Only evaluated when an exception reaches an ``except`` clause, so building stays cheap.
         """
-        return (OSError, RuntimeError, ValueError, *get_platform().dcp_errors())
-
-    @property
-    def _any_error(self) -> tuple[type[BaseException], ...]:
-        """Every failure of a save or load step: any Exception, and DCP's CheckpointException."""
-        return (Exception, *self._lenient)
+        return (Exception, *lenient_errors())
 
     # ------------------------------------------------------------------ own state
     def state_dict(self) -> dict[str, Any]:
@@ -303,21 +297,6 @@ class CheckpointManager(Configurable):
             if config is not None:
                 return config
         return None
-
-    def _model_state_dicts(self) -> list[dict[str, Any]]:
-        """One state dict per part (live tensors, loaded in place by DCP); keys must be unique."""
-        parts: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for index, part in enumerate(self.model_parts):
-            state = part.state_dict()
-            clash = sorted(seen & state.keys())
-            if clash:
-                raise ValueError(
-                    f"model_parts[{index}] repeats state-dict keys of an earlier part: {clash[:5]}"
-                )
-            seen.update(state)
-            parts.append(state)
-        return parts
 
     # ------------------------------------------------------------------ save
     def _due(self, step: int, last: int | None) -> bool:
@@ -385,9 +364,7 @@ class CheckpointManager(Configurable):
 
     def _write_model(self, ckpt_dir: str, async_save: bool) -> Any:
         """The model's DCP shards (all parts in one state dict); the handle of an async write."""
-        merged: dict[str, Any] = {}
-        for state in self._model_state_dicts():
-            merged.update(state)
+        _states, merged = part_state_dicts(self.model_parts)
         if async_save:
             return get_platform().dcp_save(
                 merged, ckpt_dir, async_op=True, process_group=self.writer.async_group()
@@ -466,163 +443,35 @@ class CheckpointManager(Configurable):
     def load(self, load_path: str | None = None) -> tuple[int, int]:
         """Resume from ``load_path`` (default ``config.load_path``); returns ``(global_step, epoch)``.
 
-        Order: model, extra state, optimizer, scheduler, RNG, dataloader. No path: nothing is
-        touched and ``(0, 0)`` comes back.
+        ``reader.StepReader`` verifies and restores: model, optimizer, scheduler, RNG, dataloader.
+        No path: nothing is touched and ``(0, 0)`` comes back.
         """
         path = load_path if load_path is not None else self.config.load_path
         if not path:
             return 0, 0
-        self.wait()  # a save of this run still being committed may be the one to load
         platform = get_platform()
         rank = platform.get_rank()
-        path = resolve_checkpoint(
-            path,
-            field="checkpoint.load_path",
-            required=self._read_files(rank),
-            dcp_check=platform.dcp_damaged_file,
-            allow_unverified=self.config.allow_unverified,
-        )
-        step, epoch = self._read_extra_state(path)
-        self._check_later_steps(path, step)
-        # The model first: another model's checkpoint is never a setting that "apply" could change.
-        self._check_model_fits(path)
-        self._check_settings(path, step)
-        configured = capture_groups(self._param_groups() or [])
-        self._restore_model(path)
+        optimizer_files = []
         if self.optimizers is not None:
-            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)
+            optimizer_files.append(StateFile(optimizer_file(rank), self.optimizers.load_state_dict))
         if self.lr_schedulers is not None:
-            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)
-        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:
-            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)
-        self._restore_file(path, rng_file(rank), platform.set_rng_state)
+            optimizer_files.append(StateFile(SCHEDULER_FILE, self.lr_schedulers.load_state_dict))
+        run_files = [StateFile(rng_file(rank), platform.set_rng_state)]
         if self.dataloader is not None and hasattr(self.dataloader, "load_state_dict"):
-            self._restore_file(path, dataloader_file(rank), self.dataloader.load_state_dict)
+            run_files.append(StateFile(dataloader_file(rank), self.dataloader.load_state_dict))
+        resumed = self.reader.resume(
+            path,
+            model_parts=self.model_parts,
+            optimizer_files=optimizer_files,
+            param_groups=self._param_groups,
+            scheduler=self.lr_schedulers,
+            run_files=run_files,
+        )
+        step, epoch = resumed.step, resumed.epoch
         # The loaded step is on disk already (with its export): train end must not write it again.
         self.last_saved_step = step
         self.last_exported_step = step
-        logger.info_rank0(f"Resumed from checkpoint {path} (global_step={step}, epoch={epoch})")
         return step, epoch
-
-    def _check_later_steps(self, path: str, step: int) -> None:
-        """A run that saves must not replace checkpoints of steps after the resumed one
-        (``check_resume_output_dir``): refused unless ``checkpoint.overwrite``."""
-        if self.config.save_steps > 0:
-            check_resume_output_dir(
-                self.config.output_dir,
-                step,
-                resumed=path,
-                field="checkpoint.output_dir",
-                load_field="checkpoint.load_path",
-                overwrite_field="checkpoint.overwrite",
-                overwrite=self.config.overwrite,
-            )
-
-    def _check_settings(self, path: str, step: int) -> None:
-        """The config against the settings the checkpoint was trained with (``resume_settings``)."""
-        saved = None
-        manifest = os.path.join(path, MANIFEST_FILE)
-        if os.path.isfile(manifest):
-            with open(manifest, encoding="utf-8") as fh:
-                saved = json.load(fh).get("settings")
-        check_resume(
-            saved,
-            self.current_settings(),
-            folder=path,
-            step=step,
-            max_steps=self.run_settings.get("max_steps"),
-            mode=self.config.resume_config_changes,
-            field="checkpoint.resume_config_changes",
-            allow_unverified=self.config.allow_unverified,
-            unverified_field="checkpoint.allow_unverified",
-        )
-
-    def _read_files(self, rank: int) -> list[str]:
-        """The files a resume reads on ``rank``, in order (checked for folders without a manifest)."""
-        names = [DCP_METADATA_FILE, EXTRA_STATE_FILE]
-        if self.optimizers is not None:
-            names.append(optimizer_file(rank))
-        if self.lr_schedulers is not None:
-            names.append(SCHEDULER_FILE)
-        names.append(rng_file(rank))
-        if self.dataloader is not None and hasattr(self.dataloader, "load_state_dict"):
-            names.append(dataloader_file(rank))
-        return names
-
-    @staticmethod
-    def _raise_if_damaged(path: str, exc: BaseException) -> None:
-        """After a failed DCP load: a damaged ``.metadata`` or shard is an error naming the file."""
-        damaged = get_platform().dcp_damaged_file(path)
-        if damaged is not None:
-            raise CheckpointCorruptError(*damaged) from exc
-
-    def _merged_model_state(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Each part's state dict, and all of them merged into one DCP target (keys never collide)."""
-        states = self._model_state_dicts()
-        return states, {key: value for state in states for key, value in state.items()}
-
-    def _check_model_fits(self, path: str) -> None:
-        """The checkpoint's tensors (``.metadata``) against the live parts, before the run settings
-        are compared or anything is loaded: another shape, another layer count or tensors only one
-        side has are a ``CheckpointMismatchError`` (``weights_fit.check_checkpoint_fits``)."""
-        platform = get_platform()
-        meta = os.path.join(path, DCP_METADATA_FILE)
-        _states, merged = self._merged_model_state()
-        try:
-            stored = platform.dcp_entries(path)
-        except platform.unsafe_pickle_error() as exc:
-            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except Exception as exc:  # any failure means an unreadable file
-            raise CheckpointCorruptError(
-                meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
-            ) from exc
-        model = {key: tuple(platform.shape(v)) for key, v in merged.items() if platform.is_tensor(v)}
-        check_checkpoint_fits(path, stored, model)
-
-    def _restore_model(self, path: str) -> None:
-        """DCP shards into the live parts (``_check_model_fits`` ran); a damaged, crafted or foreign
-        checkpoint is an error."""
-        platform = get_platform()
-        meta = os.path.join(path, DCP_METADATA_FILE)
-        states, merged = self._merged_model_state()
-        try:
-            platform.dcp_load(merged, path)
-        except platform.unsafe_pickle_error() as exc:
-            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except self._lenient as exc:
-            self._raise_if_damaged(path, exc)
-            raise CheckpointMismatchError(f"checkpoint {path} does not fit the model: {exc}") from exc
-        for part, state in zip(self.model_parts, states, strict=True):
-            part.load_state_dict({key: merged[key] for key in state})
-
-    @staticmethod
-    def _read_extra_state(path: str) -> tuple[int, int]:
-        file = os.path.join(path, EXTRA_STATE_FILE)
-        if not os.path.isfile(file):
-            logger.warning(f"Checkpoint artifact {file} is missing; skipped")
-            return 0, 0
-        try:
-            with open(file, encoding="utf-8") as fh:
-                extra = json.load(fh)
-        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise CheckpointCorruptError(file, f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(extra, dict):
-            raise CheckpointCorruptError(file, f"expected a JSON object, got {type(extra).__name__}")
-        try:
-            return int(extra.get("global_step", 0)), int(extra.get("epoch", 0))
-        except (TypeError, ValueError) as exc:
-            raise CheckpointCorruptError(file, f"global_step/epoch are not integers: {exc}") from exc
-
-    def _restore_file(self, path: str, name: str, apply: Callable[[Any], Any]) -> None:
-        file = os.path.join(path, name)
-        if not os.path.isfile(file):
-            logger.warning(f"Checkpoint artifact {file} is missing; skipped")
-            return
-        state = _read_object(file)
-        try:
-            apply(state)
-        except self._lenient as exc:
-            logger.warning(f"Could not restore {name} from {file}: {exc!r}; training continues without it")
 
     # ------------------------------------------------------------------ initial weights
     def load_weights(self, path: str) -> None:
@@ -773,7 +622,7 @@ class CheckpointManager(Configurable):
             raise CheckpointCorruptError(
                 meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
             ) from exc
-        states, merged = self._merged_model_state()
+        states, merged = part_state_dicts(self.model_parts)
         entries: dict[str, Any] = {}
         required: list[str] = []
         aliases: dict[str, str] = {}
@@ -796,8 +645,8 @@ class CheckpointManager(Configurable):
             platform.dcp_load(target, path)
         except platform.unsafe_pickle_error() as exc:
             raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except self._lenient as exc:
-            self._raise_if_damaged(path, exc)
+        except lenient_errors() as exc:
+            raise_if_damaged(path, exc)
             raise
         merged.update(target)
         for part, state in zip(self.model_parts, states, strict=True):

@@ -865,8 +865,8 @@ PLANTS: tuple[Plant, ...] = (
         "checkpoint",
         "new",
         CKPT,
-        "step, epoch = self._read_extra_state(path)",
-        "step, epoch = self._read_extra_state(path)[0], 0",
+        "step, epoch = resumed.step, resumed.epoch",
+        "step, epoch = resumed.step, 0",
         "resume restores the step but not the epoch",
         needs="component_checkpoint_resume (epoch 1)",
         function="CheckpointManager.load",
@@ -876,8 +876,8 @@ PLANTS: tuple[Plant, ...] = (
         "checkpoint",
         "new",
         CKPT,
-        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n",
-        "",
+        "        run_files = [StateFile(rng_file(rank), platform.set_rng_state)]\n",
+        "        run_files: list[StateFile] = []\n",
         "resume does not restore the RNG state",
         needs="component_checkpoint_resume",
         function="CheckpointManager.load",
@@ -964,20 +964,18 @@ PLANTS: tuple[Plant, ...] = (
         "checkpoint",
         "new",
         CKPT,
+        "        optimizer_files = []\n"
         "        if self.optimizers is not None:\n"
-        "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
+        "            optimizer_files.append(StateFile(optimizer_file(rank), self.optimizers.load_state_dict))\n"
         "        if self.lr_schedulers is not None:\n"
-        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n"
-        '        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:\n'
-        "            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)\n"
-        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n",
-        "        self._restore_file(path, rng_file(rank), platform.set_rng_state)\n"
+        "            optimizer_files.append(StateFile(SCHEDULER_FILE, self.lr_schedulers.load_state_dict))\n"
+        "        run_files = [StateFile(rng_file(rank), platform.set_rng_state)]\n",
+        "        optimizer_files = [StateFile(rng_file(rank), platform.set_rng_state)]\n"
         "        if self.optimizers is not None:\n"
-        "            self._restore_file(path, optimizer_file(rank), self.optimizers.load_state_dict)\n"
+        "            optimizer_files.append(StateFile(optimizer_file(rank), self.optimizers.load_state_dict))\n"
         "        if self.lr_schedulers is not None:\n"
-        "            self._restore_file(path, SCHEDULER_FILE, self.lr_schedulers.load_state_dict)\n"
-        '        if self.config.resume_config_changes == "apply" and self._param_groups() is not None:\n'
-        "            apply_optimizer_settings(self._param_groups(), configured, self.lr_schedulers)\n",
+        "            optimizer_files.append(StateFile(SCHEDULER_FILE, self.lr_schedulers.load_state_dict))\n"
+        "        run_files: list[StateFile] = []\n",
         "RNG restored before the optimizer and scheduler (independent restores reordered)",
         expected="inert",
         function="CheckpointManager.load",
@@ -1466,7 +1464,7 @@ PLANTS: tuple[Plant, ...] = (
         "legacy",
         "legacy",
         "hyper_parallel/trainer/callbacks/checkpoint.py",
-        "        self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)\n",
+        "        state.global_step, state.epoch = resumed.step, resumed.epoch\n",
         "",
         "legacy resume does not read extra_state.json (the step restarts at 0)",
         needs="component_checkpoint_resume, user_callbacks",

@@ -29,9 +29,7 @@ even then (resume it, or move it away).
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,15 +38,9 @@ from torch.distributed.checkpoint.api import CheckpointException
 
 from hyper_parallel.checkpointing import (
     HF_SUBDIR,
-    CheckpointCorruptError,
-    CheckpointMismatchError,
     CheckpointSaveError,
-    UnsafeCheckpointError,
     atomic_write,
     atomic_write_json,
-    check_resume_output_dir,
-    load_error,
-    resolve_checkpoint,
     step_dir,
 )
 from hyper_parallel.checkpointing.layout import (
@@ -61,14 +53,11 @@ from hyper_parallel.checkpointing.layout import (
     rng_file,
 )
 from hyper_parallel.checkpointing.lifecycle import StepWriter
+from hyper_parallel.checkpointing.reader import StateFile, StepReader
 from hyper_parallel.checkpointing.resume_settings import (
     RESUME_MODES,
-    apply_optimizer_settings,
-    capture_groups,
-    check_resume,
     run_settings,
 )
-from hyper_parallel.checkpointing.weights_fit import check_checkpoint_fits
 from hyper_parallel.platform import get_platform
 from hyper_parallel.platform.logging import get_logger
 from hyper_parallel.trainer.callbacks.base import Callback, _rank, _sub_cfg
@@ -91,14 +80,6 @@ ANY_ERROR: tuple[type[BaseException], ...] = (Exception, *LENIENT_ERRORS)
 # --------------------------------------------------------------------------- atomic writes
 def atomic_torch_save(obj: Any, path: str) -> None:
     atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
-
-def _load_pt(path: str) -> Any:
-    """A ``.pt`` artifact (``weights_only=True``); unreadable is ``CheckpointCorruptError`` naming it."""
-    try:
-        return torch.load(path, weights_only=True)
-    except Exception as exc:  # zip, pickle and EOF errors all mean "unreadable"
-        raise load_error(path, exc) from exc
 
 
 # --------------------------------------------------------------------------- HF export
@@ -183,6 +164,12 @@ class CheckpointCallback(Callback):
             settings=self.current_settings,
             wait_model=lambda pending: getattr(pending, "upload_completion", pending).result(),
             errors=lambda: ANY_ERROR,
+        )
+        self.reader = StepReader(
+            self.writer,
+            mode=self.resume_config_changes,
+            allow_unverified=self.allow_unverified,
+            max_steps=lambda: getattr(getattr(self.trainer, "state", None), "max_steps", None),
         )
         # Step 0 is the untrained state: a run that trains nothing writes nothing.
         self.last_saved_step: int | None = 0
@@ -299,166 +286,37 @@ class CheckpointCallback(Callback):
         self.writer.wait()
 
     # ----------------------------------------------------------------- resume
-    def _required_files(self) -> list[str]:
-        """What this rank reads back, in restore order (checked for folders without a manifest)."""
-        trainer, rank = self.trainer, _rank()
-        names = [".metadata", EXTRA_STATE_FILE]
-        if getattr(trainer, "optimizer", None) is not None:
-            names.append(optimizer_file(rank))
-        if getattr(trainer, "lr_scheduler", None) is not None:
-            names.append(SCHEDULER_FILE)
-        names.append(rng_file(rank))
-        loader = getattr(trainer, "train_dataloader", None)
-        if loader is not None and hasattr(loader, "load_state_dict"):
-            names.append(dataloader_file(rank))
-        return names
-
     def resume(self, load_path: str, state: Any) -> None:
-        """Restore model, extra state, optimizer, scheduler, RNG and dataloader, in that order.
+        """Restore model, extra state, optimizer, scheduler, RNG and dataloader (``StepReader``).
 
         ``load_path`` is verified first (manifest, or the pre-manifest policy of
         ``hyper_parallel.checkpointing``); a run folder resolves to its newest complete step.
         """
-        self.wait_for_pending()  # a save of this run still being committed may be the one to load
         trainer = self.trainer
         rank = _rank()
-        platform = get_platform()
-        load_path = resolve_checkpoint(
-            load_path,
-            field="train.checkpoint.load_path",
-            required=self._required_files(),
-            dcp_check=platform.dcp_damaged_file,
-            allow_unverified=self.allow_unverified,
-        )
-        self._load_extra_state(os.path.join(load_path, EXTRA_STATE_FILE), state)
-        self._check_later_steps(load_path, state.global_step)
-        # The model first: another model's checkpoint is never a setting that "apply" could change.
-        self._check_model_fits(load_path)
-        self._check_settings(load_path, state.global_step)
         optimizer = getattr(trainer, "optimizer", None)
-        configured = capture_groups(optimizer.param_groups) if optimizer is not None else []
-        self._load_model(load_path)
-        if optimizer is not None:
-            self._restore_file(load_path, optimizer_file(rank), optimizer.load_state_dict)
         scheduler = getattr(trainer, "lr_scheduler", None)
-        if scheduler is not None:
-            self._restore_file(load_path, SCHEDULER_FILE, scheduler.load_state_dict)
-        if self.resume_config_changes == "apply" and optimizer is not None:
-            apply_optimizer_settings(optimizer.param_groups, configured, scheduler)
-        self._restore_file(load_path, rng_file(rank), platform.set_rng_state)
         loader = getattr(trainer, "train_dataloader", None)
+        optimizer_files = []
+        if optimizer is not None:
+            optimizer_files.append(StateFile(optimizer_file(rank), optimizer.load_state_dict))
+        if scheduler is not None:
+            optimizer_files.append(StateFile(SCHEDULER_FILE, scheduler.load_state_dict))
+        run_files = [StateFile(rng_file(rank), get_platform().set_rng_state)]
         if loader is not None and hasattr(loader, "load_state_dict"):
-            self._restore_file(load_path, dataloader_file(rank), loader.load_state_dict)
+            run_files.append(StateFile(dataloader_file(rank), loader.load_state_dict))
+        resumed = self.reader.resume(
+            load_path,
+            model_parts=[trainer.model],
+            optimizer_files=optimizer_files,
+            param_groups=lambda: optimizer.param_groups if optimizer is not None else None,
+            scheduler=scheduler,
+            run_files=run_files,
+        )
+        state.global_step, state.epoch = resumed.step, resumed.epoch
         # The loaded step is on disk already: do not write it again at train end.
         self.last_saved_step = state.global_step
-        logger.info_rank0(
-            f"Resumed from checkpoint {load_path} (global_step={state.global_step}, epoch={state.epoch})"
-        )
-        trainer.dispatch_load_event(load_path)
-
-    def _check_later_steps(self, load_path: str, step: int) -> None:
-        """A run that saves must not replace checkpoints of steps after the resumed one
-        (``check_resume_output_dir``): refused unless ``train.checkpoint.overwrite``."""
-        if self.save_steps > 0:
-            check_resume_output_dir(
-                self.output_dir,
-                step,
-                resumed=load_path,
-                field="train.checkpoint.output_dir",
-                load_field="train.checkpoint.load_path",
-                overwrite_field="train.checkpoint.overwrite",
-                overwrite=self.overwrite,
-            )
-
-    def _check_settings(self, load_path: str, step: int) -> None:
-        """The config against the settings the checkpoint was trained with (``resume_settings``)."""
-        saved = None
-        manifest = os.path.join(load_path, "manifest.json")
-        if os.path.isfile(manifest):
-            with open(manifest, encoding="utf-8") as f:
-                saved = json.load(f).get("settings")
-        check_resume(
-            saved,
-            self.current_settings(),
-            folder=load_path,
-            step=step,
-            max_steps=getattr(getattr(self.trainer, "state", None), "max_steps", None),
-            mode=self.resume_config_changes,
-            field="train.checkpoint.resume_config_changes",
-            allow_unverified=self.allow_unverified,
-            unverified_field="train.checkpoint.allow_unverified",
-        )
-
-    def _check_model_fits(self, load_path: str) -> None:
-        """The checkpoint's tensors (``.metadata``) against the live model, before the run settings
-        are compared or anything is loaded: another shape, another layer count or tensors only one
-        side has are a ``CheckpointMismatchError`` (``weights_fit.check_checkpoint_fits``)."""
-        platform = get_platform()
-        meta = os.path.join(load_path, ".metadata")
-        try:
-            stored = platform.dcp_entries(load_path)
-        except platform.unsafe_pickle_error() as exc:
-            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except Exception as exc:  # any failure means an unreadable file
-            raise CheckpointCorruptError(
-                meta, f"unreadable DCP metadata ({type(exc).__name__}: {exc})"
-            ) from exc
-        model = {
-            key: tuple(tensor.shape)
-            for key, tensor in self.trainer.model.state_dict().items()
-            if isinstance(tensor, torch.Tensor)
-        }
-        check_checkpoint_fits(load_path, stored, model)
-
-    def _load_model(self, load_path: str) -> None:
-        """DCP shards into the live model (``_check_model_fits`` ran); a damaged, crafted or
-        foreign checkpoint is an error."""
-        platform = get_platform()
-        meta = os.path.join(load_path, ".metadata")
-        model = self.trainer.model
-        model_sd = model.state_dict()
-        try:
-            platform.dcp_load(model_sd, load_path)
-        except platform.unsafe_pickle_error() as exc:
-            raise UnsafeCheckpointError(meta, exc, problem="is refused") from None
-        except LENIENT_ERRORS as exc:
-            damaged = platform.dcp_damaged_file(load_path)
-            if damaged is not None:
-                raise CheckpointCorruptError(*damaged) from exc
-            raise CheckpointMismatchError(f"checkpoint {load_path} does not fit the model: {exc}") from exc
-        model.load_state_dict(model_sd)
-
-    @staticmethod
-    def _load_extra_state(path: str, state: Any) -> None:
-        if not os.path.isfile(path):
-            logger.warning(f"Checkpoint artifact {path} is missing; skipped")
-            return
-        try:
-            with open(path, encoding="utf-8") as f:
-                extra = json.load(f)
-        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise CheckpointCorruptError(path, f"{type(exc).__name__}: {exc}") from exc
-        if not isinstance(extra, dict):
-            raise CheckpointCorruptError(path, f"expected a JSON object, got {type(extra).__name__}")
-        try:
-            state.global_step = int(extra.get("global_step", 0))
-            state.epoch = int(extra.get("epoch", 0))
-        except (TypeError, ValueError) as exc:
-            raise CheckpointCorruptError(path, f"global_step/epoch are not integers: {exc}") from exc
-
-    def _restore_file(self, load_path: str, filename: str, apply: Callable[[Any], Any]) -> None:
-        """Missing: skipped with a warning; unreadable: an error; readable but not fitting: warned (lenient)."""
-        path = os.path.join(load_path, filename)
-        if not os.path.isfile(path):
-            logger.warning(f"Checkpoint artifact {path} is missing; skipped")
-            return
-        value = _load_pt(path)
-        try:
-            apply(value)
-        except LENIENT_ERRORS as exc:
-            logger.warning(
-                f"Could not restore {filename} from {path}: {exc!r}; training continues without it"
-            )
+        trainer.dispatch_load_event(resumed.path)
 
 
 class SafetensorsExportCallback(Callback):
