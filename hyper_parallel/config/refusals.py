@@ -105,7 +105,10 @@ def _from_event(
 ) -> CommandLineError | None:
     """The one-line refusal of a tyro parse-error event; None for an event type not known here."""
     if isinstance(event, errors.InvalidChoice):
-        choices = ", ".join(str(choice) for choice in event.choices)
+        # tyro builds the choices of an Optional or aliased Literal from a set: their order changes
+        # with PYTHONHASHSEED, so the line names them sorted (None last), the same in every run.
+        names = sorted({str(choice) for choice in event.choices}, key=lambda name: (name == "None", name))
+        choices = ", ".join(names)
         return CommandLineError(_name(event.argument), f"expected one of {choices}, got {event.value!r}")
     if isinstance(event, errors.BadValue):
         return _bad_value(event)
