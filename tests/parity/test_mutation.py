@@ -6,6 +6,7 @@ what a mutant is, where it sits and how it counts are checked on small inputs.
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 
@@ -143,6 +144,39 @@ def test_groups_share_one_run_and_the_map_selects_cheapest_green_first():
     assert cmap.runs_at_import("hyper_parallel/x.py", 3)
     again = CoverageMap.from_dict(cmap.to_dict())
     assert [g.label for g in again.groups_for("hyper_parallel/x.py", 10)] == ["g1", "g0"]
+
+
+def test_a_map_serves_an_edited_file_by_function_and_refuses_a_new_function():
+    from types import SimpleNamespace as M
+
+    cmap = CoverageMap(
+        [Group("g0", ["a"], 5.0), Group("g1", ["b"], 1.0), Group("g2", ["c"], 2.0)],
+        {"hyper_parallel/x.py": {10: ["g0"], 12: ["g1"], 30: ["g2"]}, "hyper_parallel/y.py": {5: ["g2"]}},
+        {"hyper_parallel/x.py": [1]},
+    )
+    mutants = [
+        M(path="hyper_parallel/x.py", function="x.x_f", tree_line=10),
+        M(path="hyper_parallel/x.py", function="x.x_f", tree_line=12),
+        M(path="hyper_parallel/x.py", function="x.x_g", tree_line=30),
+        M(path="hyper_parallel/y.py", function="y.x_h", tree_line=5),
+    ]
+    cmap.with_functions(mutants)
+    assert CoverageMap.from_dict(cmap.to_dict()).functions == cmap.functions
+    # x.py edited: its lines moved, so a mutant anywhere in f takes every group that ran f.
+    moved = M(path="hyper_parallel/x.py", function="x.x_f", tree_line=99)
+    served = cmap.edited(["hyper_parallel/x.py"], [moved])
+    assert served is not None
+    assert [g.label for g in served.groups_of(moved)] == ["g1", "g0"]
+    assert served.runs_at_import("hyper_parallel/x.py", 99)  # unknown after an edit: a fresh interpreter
+    assert [g.label for g in served.groups_of(mutants[3])] == ["g2"]  # y.py unchanged: by line
+    assert [g.label for g in served.groups_needed([moved, mutants[3]])] == ["g0", "g1", "g2"]
+    # A function the map never saw has nothing to fall back on: measure again.
+    assert (
+        cmap.edited(
+            ["hyper_parallel/x.py"], [M(path="hyper_parallel/x.py", function="x.x_new", tree_line=40)]
+        )
+        is None
+    )
 
 
 def test_wilson_interval():
@@ -299,3 +333,44 @@ def test_score_splits_survivors_by_where(tmp_path, monkeypatch):
     data = result.to_dict()
     assert data["survivors_by_where"] == {"message": 1, "error_path": 0, "behaviour": 1}
     assert [s["where"] for s in data["survivors"]] == ["message", "behaviour"]
+
+
+def test_the_workspace_reuses_the_full_map_after_a_product_edit_only(tmp_path, monkeypatch):
+    import subprocess
+    from types import SimpleNamespace as M
+
+    from rich.console import Console
+
+    from parity.tools.mutation import coverage as coverage_mod
+    from parity.tools.mutation.workspace import Workspace
+
+    (tmp_path / "hyper_parallel").mkdir()
+    (tmp_path / "parity").mkdir()
+    (tmp_path / "hyper_parallel" / "a.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "parity" / "cases.py").write_text("CASES = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    measured: list[object] = []
+
+    def fake_measure(tree, folder, console, *, jobs, files=None):
+        measured.append(files)
+        return CoverageMap([Group("g0", ["a"], 1.0)], {"hyper_parallel/a.py": {2: ["g0"]}}, {})
+
+    monkeypatch.setattr(coverage_mod, "measure", fake_measure)
+    mutant = M(path="hyper_parallel/a.py", function="hyper_parallel.a.x_f", tree_line=2)
+    console = Console(file=io.StringIO())
+
+    def run(files):
+        ws = Workspace(tmp_path, Path(".mutation"))
+        return ws.coverage_map(console, tmp_path, jobs=1, mutants=[mutant], pool=[mutant], files=files)
+
+    run(None)  # the full map, kept apart with the file hashes
+    assert measured == [None]
+    (tmp_path / "hyper_parallel" / "a.py").write_text("def f():\n    x = 2\n    return x\n")
+    moved = M(path="hyper_parallel/a.py", function="hyper_parallel.a.x_f", tree_line=3)
+    ws = Workspace(tmp_path, Path(".mutation"))
+    served = ws.coverage_map(console, tmp_path, jobs=1, mutants=[moved], pool=[moved], files={mutant.path})
+    assert measured == [None], "a product edit must not measure again"
+    assert [g.label for g in served.groups_of(moved)] == ["g0"]
+    (tmp_path / "parity" / "cases.py").write_text("CASES = 2\n")  # the cases changed: measure
+    run({mutant.path})
+    assert measured == [None, [mutant.path]]

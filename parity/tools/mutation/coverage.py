@@ -47,28 +47,70 @@ class CoverageMap:
     at_import: dict[str, list[int]] = field(default_factory=dict)  # file -> lines run at import
     modules: list[str] = field(default_factory=list)  # what the groups' processes imported
     files: list[str] | None = None  # the product files measured (None: every one)
+    # file -> mutmut function name -> the groups that ran any of its mutated statements: what a
+    # later map of an edited file falls back on (``by_function``), since its lines moved.
+    functions: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # Files edited since this map was measured: their mutants take their function's groups.
+    by_function: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._by_label = {g.label: g for g in self.groups if g.status == "pass"}
         self._import = {f: set(v) for f, v in self.at_import.items()}
 
-    def groups_for(self, path: str, line: int) -> list[Group]:
-        """The green groups that run ``path``'s statement at ``line``, cheapest first."""
-        labels = self.lines.get(path, {}).get(line, [])
+    def groups_for(self, path: str, line: int, function: str | None = None) -> list[Group]:
+        """The green groups that run ``path``'s statement at ``line`` (in a file edited since the
+        map: that ``function``'s groups), cheapest first."""
+        if path in self.by_function:
+            labels = self.functions.get(path, {}).get(function or "", [])
+        else:
+            labels = self.lines.get(path, {}).get(line, [])
         chosen = [self._by_label[x] for x in labels if x in self._by_label]
         return sorted(chosen, key=lambda g: (g.seconds, g.label))
+
+    def groups_of(self, m: Any) -> list[Group]:
+        """``groups_for`` of a mutant."""
+        return self.groups_for(m.path, m.tree_line, m.function)
+
+    def with_functions(self, mutants: Iterable[Any]) -> CoverageMap:
+        """This map with each mutated function's groups (the union over its mutants' statements)."""
+        table: dict[str, dict[str, set[str]]] = {}
+        for m in mutants:
+            labels = self.lines.get(m.path, {}).get(m.tree_line, [])
+            table.setdefault(m.path, {}).setdefault(m.function, set()).update(labels)
+        self.functions = {f: {fn: sorted(v) for fn, v in rows.items()} for f, rows in table.items()}
+        return self
+
+    def edited(self, paths: Iterable[str], mutants: Iterable[Any]) -> CoverageMap | None:
+        """This map for a tree where ``paths`` were edited since it was measured: their mutants take
+        their function's groups. None when a mutant of those files is in a function the map never
+        saw (a new function: nothing to fall back on)."""
+        paths = set(paths)
+        for m in mutants:
+            if m.path in paths and m.function not in self.functions.get(m.path, {}):
+                return None
+        return CoverageMap(
+            self.groups,
+            {f: rows for f, rows in self.lines.items() if f not in paths},
+            {f: rows for f, rows in self.at_import.items() if f not in paths},
+            self.modules,
+            self.files,
+            self.functions,
+            paths,
+        )
 
     def measures(self, paths: Iterable[str]) -> bool:
         """Whether this map measured every file of ``paths`` (a map of some files serves only them)."""
         return self.files is None or set(paths) <= set(self.files)
 
     def runs_at_import(self, path: str, line: int) -> bool:
-        return line in self._import.get(path, ())
+        """Whether the statement runs while the cases register (an edited file: assumed so, which
+        costs a fresh interpreter and is always right)."""
+        return path in self.by_function or line in self._import.get(path, ())
 
-    def groups_needed(self, where: Iterable[tuple[str, int]]) -> list[Group]:
+    def groups_needed(self, mutants: Iterable[Any]) -> list[Group]:
         seen: dict[str, Group] = {}
-        for path, line in where:
-            for g in self.groups_for(path, line):
+        for m in mutants:
+            for g in self.groups_of(m):
                 seen.setdefault(g.label, g)
         return sorted(seen.values(), key=lambda g: int(g.label[1:]))
 
@@ -98,6 +140,7 @@ class CoverageMap:
             "at_import": {f: sorted(v) for f, v in sorted(self.at_import.items())},
             "modules": self.modules,
             "files": self.files,
+            "functions": self.functions,
         }
 
     @classmethod
@@ -107,7 +150,12 @@ class CoverageMap:
         at_import = {f: list(v) for f, v in data["at_import"].items()}
         files = data.get("files")
         return cls(
-            groups, lines, at_import, list(data.get("modules", [])), None if files is None else list(files)
+            groups,
+            lines,
+            at_import,
+            list(data.get("modules", [])),
+            None if files is None else list(files),
+            {f: {fn: list(v) for fn, v in rows.items()} for f, rows in data.get("functions", {}).items()},
         )
 
 

@@ -225,7 +225,7 @@ class Killers:
 def _run_one(
     m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher, killers: Killers, max_groups: int | None
 ) -> Verdict:
-    covering = killers.order(m, cmap.groups_for(m.path, m.tree_line))
+    covering = killers.order(m, cmap.groups_of(m))
     if not covering:
         return Verdict(m, "not_covered")
     groups = covering[:max_groups] if max_groups else covering
@@ -370,14 +370,14 @@ def main(args: argparse.Namespace, console: Console) -> int:
     env = child_env(tree)
     # A run of part of the product measures only the files it mutates (a full run: every file).
     files = None if len(scope) == len(mutants) else {m.path for m in pool}
-    cmap = ws.coverage_map(console, tree, jobs=args.jobs, files=files)
+    cmap = ws.coverage_map(console, tree, jobs=args.jobs, mutants=mutants, pool=pool, files=files)
     t_prep = time.perf_counter() - t0
     logs = Path(tempfile.mkdtemp(prefix="parity-mutation-"))
     starter = warm_starter(tree, env, cmap.modules)
     starter.start()
     launcher = _Launcher(tree=tree, env=env, logs=logs, starter=starter)
     try:
-        needed = cmap.groups_needed((m.path, m.tree_line) for m in pool)
+        needed = cmap.groups_needed(pool)
         console.print(f"forced fail: every function raising, over the {len(needed)} groups this run uses")
         green = forced_fail(cmap, needed, launcher)
         if green:

@@ -5,6 +5,13 @@ cases, examples, scripts, pyproject.toml: tracked and untracked-but-not-ignored)
 version, so a run on an unchanged tree reuses them; an edit of the tests, the documents or the
 harness's tools does not count (the tools are copied into the tree afresh on every run).
 Each product file's mutants are cached by its content, so a rebuild mutates only what changed.
+
+The last map of every file is also kept apart (``map-full.json``) with the hash of each product
+file and of the rest of what a case run reads. A run of part of the product (``--changed``,
+``--module``) on a tree where only product files changed since then reuses it: an unchanged
+file keeps its lines, and a mutant of an edited file takes the groups that ran any statement of its
+function then. That spares the map's run (minutes) on every edit of the product; a new function,
+or any edit of the cases, the harness or the settings, measures again.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +28,7 @@ from pathlib import Path
 from rich.console import Console
 
 from parity.tools.mutation import coverage
+from parity.tools.mutation.mutants import PRODUCT as PRODUCT_DIR
 from parity.tools.mutation.mutants import Mutant, build_tree, tracked_files
 
 __all__ = ["Workspace"]
@@ -37,19 +46,35 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.folder = self.folder if self.folder.is_absolute() else self.repo / self.folder
-        self._key: str | None = None
+        self._files: dict[str, str] | None = None
+
+    def _hashes(self) -> dict[str, str]:
+        """sha256 of each file a case run reads (tracked, or untracked and not ignored)."""
+        if self._files is None:
+            self._files = {
+                rel: hashlib.sha256((self.repo / rel).read_bytes()).hexdigest()
+                for rel in tracked_files(self.repo)
+                if rel.startswith(KEYED) and not rel.startswith(UNKEYED) and not rel.endswith(".md")
+            }
+        return self._files
+
+    def _digest(self, rels: list[str]) -> str:
+        digest = hashlib.sha256(metadata.version("mutmut").encode())
+        hashes = self._hashes()
+        for rel in rels:
+            digest.update(rel.encode() + b"\0" + bytes.fromhex(hashes[rel]))
+        return digest.hexdigest()[:16]
 
     def key(self) -> str:
         """Hash of the files a case run reads and the mutmut version."""
-        if self._key is None:
-            digest = hashlib.sha256(metadata.version("mutmut").encode())
-            for rel in tracked_files(self.repo):
-                if not rel.startswith(KEYED) or rel.startswith(UNKEYED) or rel.endswith(".md"):
-                    continue
-                digest.update(rel.encode() + b"\0")
-                digest.update(hashlib.sha256((self.repo / rel).read_bytes()).digest())
-            self._key = digest.hexdigest()[:16]
-        return self._key
+        return self._digest(list(self._hashes()))
+
+    def harness_key(self) -> str:
+        """``key`` less the product: what must not change for an older map to serve."""
+        return self._digest([rel for rel in self._hashes() if not rel.startswith(f"{PRODUCT_DIR}/")])
+
+    def product_hashes(self) -> dict[str, str]:
+        return {rel: h for rel, h in self._hashes().items() if rel.startswith(f"{PRODUCT_DIR}/")}
 
     def mutants(self, console: Console, *, jobs: int) -> tuple[Path, list[Mutant]]:
         """The mutated tree and its mutants, built when the repository changed."""
@@ -70,15 +95,24 @@ class Workspace:
         return tree, mutants
 
     def coverage_map(
-        self, console: Console, tree: Path, *, jobs: int, files: set[str] | None = None
+        self,
+        console: Console,
+        tree: Path,
+        *,
+        jobs: int,
+        mutants: list[Mutant],
+        pool: list[Mutant],
+        files: set[str] | None = None,
     ) -> coverage.CoverageMap:
         """Which case groups run which product line, measured when the repository changed.
 
-        A map of this tree that measured ``files`` (or every file) is reused; otherwise only
-        ``files`` are measured when given: a ``--changed`` run then pays for its cases' runs, not
-        for tracing every product line (the full map costs several times the cases' own time).
+        A map of this tree that measured ``files`` (or every file) is reused; then, for ``files``,
+        the last full map when only the product changed since (``pool``'s functions all in it);
+        otherwise only ``files`` are measured when given: a ``--changed`` run then pays for its
+        cases' runs, not for tracing every product line. ``mutants`` (all of them) give a full
+        map its per-function groups.
         """
-        path = self.folder / "map.json"
+        path, full = self.folder / "map.json", self.folder / "map-full.json"
         if path.exists():
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("key") == self.key():
@@ -86,10 +120,34 @@ class Workspace:
                 enough = cached.files is None if files is None else cached.measures(files)
                 if enough:
                     return cached
+        if files is not None and full.exists():
+            data = json.loads(full.read_text(encoding="utf-8"))
+            if data.get("harness") == self.harness_key():
+                now = self.product_hashes()
+                edited = sorted(f for f, h in now.items() if data.get("product", {}).get(f) != h)
+                reused = coverage.CoverageMap.from_dict(data).edited(edited, pool)
+                if reused is not None:
+                    console.print(
+                        f"coverage map: the full map of {data.get('when', 'an earlier tree')} serves "
+                        f"({len(edited)} product file(s) edited since: their mutants take the groups "
+                        "that ran their function then)"
+                    )
+                    return reused
         cmap = coverage.measure(
             tree, self.folder / "hits", console, jobs=jobs, files=None if files is None else sorted(files)
         )
         _write(path, {"key": self.key(), **cmap.to_dict()})
+        if files is None:
+            cmap.with_functions(mutants)
+            _write(
+                full,
+                {
+                    "harness": self.harness_key(),
+                    "product": self.product_hashes(),
+                    "when": time.strftime("%Y-%m-%d %H:%M"),
+                    **cmap.to_dict(),
+                },
+            )
         return cmap
 
 
