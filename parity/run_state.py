@@ -493,8 +493,3 @@ def update_status(report_dir: Path, tree: str, backends: Sequence[str] = ()) -> 
             else f"up to date: its last run (started {_started(last)}) has no failing golden"
         )
     return out
-
-
-def summary_extra(tree: str, argv: list[str]) -> dict[str, Any]:
-    """The fields a finished run adds to its summary."""
-    return {"status": "finished", "tree": tree, "argv": list(argv)}

@@ -44,11 +44,6 @@ _REGENERATE = "python -m parity.explore.pairwise"
 Pair = tuple[str, Any, str, Any]
 
 
-def feasible_pairs(seed: int = 0) -> set[Pair]:
-    """The allowed pairs some valid point holds (what ``covering_set`` must and does cover)."""
-    return covered_pairs(covering_set(seed))
-
-
 def all_pairs(features: Mapping[str, Sequence[Any]] | None = None) -> set[Pair]:
     """Every allowed pair ``(feature_a, value_a, feature_b, value_b)``, features in declaration order."""
     features = features or space.FEATURES
