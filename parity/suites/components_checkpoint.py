@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -520,4 +521,231 @@ SUITE.pair(
     params={"steps": 2},
     legacy=legacy_async,
     new=manager_async,
+)
+
+
+# ----------------------------------------------------------------------------- damaged folders
+#
+# One folder saved by the legacy callbacks, then every file in it damaged in each way, with the
+# manifest kept (the verification names the damage) or rewritten over the damaged files (the
+# damage reaches the readers: DCP metadata, torch.load, JSON). Each copy is resumed by one side's
+# reader; a row is what a user sees: "ok step=N epoch=E", or the error type and message, and the
+# warnings the resume logged. Paths are relative to the copy; the field prefix is the same on both
+# sides ("train.checkpoint." is written "checkpoint."), which is the one difference by design.
+
+DAMAGES = ("missing", "empty", "truncated", "flipped")
+MANIFESTS = ("kept", "rewritten")
+
+
+def _damage(file: Path, how: str) -> None:
+    data = file.read_bytes()
+    if how == "missing":
+        file.unlink()
+    elif how == "empty":
+        file.write_bytes(b"")
+    elif how == "truncated":
+        file.write_bytes(data[: len(data) // 2])
+    else:  # flipped: one byte in the middle, every bit
+        mid = len(data) // 2
+        file.write_bytes(data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :])
+
+
+@contextlib.contextmanager
+def _warnings_of(logger_name: str) -> Iterator[list[str]]:
+    import logging
+
+    seen: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                seen.append(record.getMessage())
+
+    logger = logging.getLogger(logger_name)
+    handler, level = _Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _damage_sweep(resumer, *, steps: int) -> dict[str, Any]:
+    import shutil
+
+    from hyper_parallel.checkpointing import MANIFEST_FILE, write_manifest
+
+    source = trained_state(steps=steps, epoch=1)
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        saved = legacy_save(source, os.path.join(tmp, "saved"))
+        settings = json.loads((saved / MANIFEST_FILE).read_text(encoding="utf-8"))["settings"]
+        files = sorted(p.relative_to(saved).as_posix() for p in saved.rglob("*") if p.is_file())
+        target = trained_state(steps=0, seed=99)
+        for n, (rel, how, manifest) in enumerate(
+            (rel, how, manifest) for rel in files for how in DAMAGES for manifest in MANIFESTS
+        ):
+            if manifest == "rewritten" and rel == MANIFEST_FILE:
+                continue
+            copy = Path(shutil.copytree(saved, Path(tmp, f"copy{n}", f"step_{steps}")))
+            _damage(copy / rel, how)
+            if manifest == "rewritten":
+                write_manifest(str(copy), steps, settings=settings)
+            with _warnings_of("hyper_parallel") as warned:
+                try:
+                    step, epoch = resumer(target, str(copy), str(copy.parent))
+                    outcome = f"ok step={step} epoch={epoch}"
+                except Exception as exc:  # a refusal is the row's outcome
+                    outcome = f"{type(exc).__name__}: {exc}"
+            rows[f"{rel} {how}, manifest {manifest}"] = {
+                "outcome": _relative(outcome, copy),
+                "warnings": [_relative(w, copy) for w in warned],
+            }
+    return rows
+
+
+def _relative(text: str, copy: Path) -> str:
+    """Paths inside the damaged copy as ``<step>/...``, the field prefix without ``train.``."""
+    return text.replace(str(copy.parent), "<copy>").replace("train.checkpoint.", "checkpoint.")
+
+
+def legacy_damage(*, steps: int) -> dict[str, Any]:
+    return _damage_sweep(_legacy_resumer, steps=steps)
+
+
+def manager_damage(*, steps: int) -> dict[str, Any]:
+    return _damage_sweep(_manager_resumer, steps=steps)
+
+
+SUITE.pair(
+    "component_checkpoint_damaged",
+    kind="checkpoint",
+    params={"steps": 2},
+    legacy=legacy_damage,
+    new=manager_damage,
+)
+
+
+def _portable(text: str) -> str:
+    """A row without what another torch or Python words differently: byte counts, and the text
+    of a library's exception inside our message (its type stays)."""
+    kind, sep, message = text.partition(": ")
+    message = re.sub(r"\b(\d+ bytes|records \d+|expects \d+)", lambda m: re.sub(r"\d+", "<n>", m[0]), message)
+    out, pos = "", 0
+    for found in re.finditer(r"\b\w+(?:Error|Exception): ", message):
+        if found.start() < pos:
+            continue
+        out += message[pos : found.end() - 2]
+        depth, end = 0, len(message)
+        if found.start() > 0 and message[found.start() - 1] == "(":  # to the closing parenthesis
+            for i in range(found.end(), len(message)):
+                depth += {"(": 1, ")": -1}.get(message[i], 0)
+                if depth < 0:
+                    end = i
+                    break
+        pos = end
+    return kind + sep + out + message[pos:]
+
+
+def manager_damage_rows(*, steps: int) -> dict[str, Any]:
+    """``manager_damage`` in the portable form the golden keeps."""
+    return {
+        row: {"outcome": _portable(v["outcome"]), "warnings": [_portable(w) for w in v["warnings"]]}
+        for row, v in manager_damage(steps=steps).items()
+    }
+
+
+# The reader both trainers share (``checkpointing.reader``) changes both sides alike: the golden
+# holds what it says about each damage.
+SUITE.golden(
+    "component_checkpoint_damaged_rows",
+    kind="checkpoint",
+    params={"steps": 2},
+    producer=manager_damage_rows,
+)
+
+
+# ----------------------------------------------------------------------------- changed settings
+#
+# One folder saved by the legacy callbacks, resumed into a run whose first param group was
+# configured with one hyperparameter changed, under each ``resume_config_changes`` mode. A row is
+# the outcome (refused: the line naming every differing field; resumed: the step and epoch), the
+# warnings, and the first group's hyperparameters the resumed run trains with ("apply" puts the
+# configured value back over the checkpoint's).
+
+CHANGED_SETTINGS: tuple[tuple[str, Any], ...] = (
+    ("lr", 0.5),
+    ("weight_decay", 0.25),
+    ("eps", 1e-6),
+    ("betas", (0.8, 0.9)),
+    ("amsgrad", True),
+)
+
+
+def _settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
+    from hyper_parallel.checkpointing.resume_settings import RESUME_MODES
+
+    source = trained_state(steps=steps, epoch=1)
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        saved = str(legacy_save(source, os.path.join(tmp, "saved")))
+        out = os.path.join(tmp, "out")
+        for key, value in CHANGED_SETTINGS:
+            for mode in RESUME_MODES:
+                target = trained_state(steps=0, seed=99)
+                group = target.optimizer.param_groups[0]
+                group[key] = value
+                if key == "lr":  # what the LR schedule was configured with
+                    group["initial_lr"] = value
+                with _warnings_of("hyper_parallel") as warned:
+                    try:
+                        if side == "legacy":
+                            ckpt, _export = legacy_callbacks(
+                                target, out, save_steps=0, load_path=saved, resume_config_changes=mode
+                            )
+                            progress = SimpleNamespace(global_step=0, epoch=0)
+                            ckpt.on_train_begin(progress)
+                            outcome = f"ok step={progress.global_step} epoch={progress.epoch}"
+                        else:
+                            mgr = manager(
+                                target, out, save_steps=0, load_path=saved, resume_config_changes=mode
+                            )
+                            step, epoch = mgr.load()
+                            outcome = f"ok step={step} epoch={epoch}"
+                    except Exception as exc:  # a refusal is the row's outcome
+                        outcome = f"{type(exc).__name__}: {exc}"
+                trains_with = target.optimizer.param_groups[0]
+                rows[f"{key}={value!r}, {mode}"] = {
+                    "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
+                    "warnings": [
+                        w.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint.")
+                        for w in warned
+                    ],
+                    "group": {k: trains_with[k] for k in ("lr", "initial_lr", key) if k in trains_with},
+                }
+    return rows
+
+
+def legacy_settings(*, steps: int) -> dict[str, Any]:
+    return _settings_sweep("legacy", steps=steps)
+
+
+def manager_settings(*, steps: int) -> dict[str, Any]:
+    return _settings_sweep("new", steps=steps)
+
+
+SUITE.pair(
+    "component_checkpoint_changed_settings",
+    kind="checkpoint",
+    params={"steps": 2},
+    legacy=legacy_settings,
+    new=manager_settings,
+)
+SUITE.golden(
+    "component_checkpoint_changed_settings_rows",
+    kind="checkpoint",
+    params={"steps": 2},
+    producer=manager_settings,
 )
