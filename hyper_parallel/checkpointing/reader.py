@@ -126,10 +126,13 @@ def read_extra_state(path: str) -> tuple[int, int]:
         raise CheckpointCorruptError(file, f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(extra, dict):
         raise CheckpointCorruptError(file, f"expected a JSON object, got {type(extra).__name__}")
-    try:
-        return int(extra.get("global_step", 0)), int(extra.get("epoch", 0))
-    except (TypeError, ValueError) as exc:
-        raise CheckpointCorruptError(file, f"global_step/epoch are not integers: {exc}") from exc
+    values = (extra.get("global_step", 0), extra.get("epoch", 0))
+    # int() would read 2.7 as step 2 and "3" as 3: a damaged file must not resume at a made-up step.
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise CheckpointCorruptError(
+            file, f"global_step/epoch must be integers >= 0, got {values[0]!r}/{values[1]!r}"
+        )
+    return values[0], values[1]
 
 
 class StepReader:
