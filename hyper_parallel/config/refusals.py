@@ -105,9 +105,11 @@ def _from_event(
 ) -> CommandLineError | None:
     """The one-line refusal of a tyro parse-error event; None for an event type not known here."""
     if isinstance(event, errors.InvalidChoice):
-        # tyro builds the choices of an Optional or aliased Literal from a set: their order changes
-        # with PYTHONHASHSEED, so the line names them sorted (None last), the same in every run.
-        names = sorted({str(choice) for choice in event.choices}, key=lambda name: (name == "None", name))
+        names = list(dict.fromkeys(str(choice) for choice in event.choices))
+        if "None" in names:
+            # tyro builds an Optional Literal's choices from a set, whose order changes with
+            # PYTHONHASHSEED: those are named sorted (None last), the same in every run.
+            names.sort(key=lambda name: (name == "None", name))
         choices = ", ".join(names)
         return CommandLineError(_name(event.argument), f"expected one of {choices}, got {event.value!r}")
     if isinstance(event, errors.BadValue):
