@@ -874,8 +874,13 @@ OUTPUTS: tuple[Output, ...] = (
         ("hyper_parallel/train.py:main", "hyper_parallel/entry.py:run_main"),
         None,
         "differ by design in <prog> only (train_lm.py / hyper_parallel.train), formatted by the "
-        "shared run_main; the messages come from each side's checks and name each side's fields; "
-        "tests/torch/legacy_trainer/test_refused_inputs_cli.py and test_bad_input_table.py check them",
+        "shared run_main; the messages come from each side's checks and name each side's fields, "
+        "so they are compared against goldens, not legacy against new: the parse step's status and "
+        "line for every config field, once per refusing value class, on each entry point "
+        "(cli_refusals, three routes: parity.config_sweep), and what each side's resume says of a "
+        "damaged checkpoint folder (component_checkpoint_damaged, legacy against new with the "
+        "field prefix made equal, and component_checkpoint_damaged_rows); "
+        "tests/torch/legacy_trainer/test_refused_inputs_cli.py and test_bad_input_table.py check the rest",
     ),
     Output(
         "--help",

@@ -8,7 +8,8 @@ order, so case order (and with it pytest-xdist collection) is the same in every 
 
 Every case carries at least one of ``TAGS``: the component it covers (``COMPONENT_TAGS``; a
 component's test module selects its cases with ``case_params(REGISTRY, tag="<component>")``), or
-``e2e`` (whole trainers), ``legacy`` (goldens of the legacy trainer), ``selfcheck`` (the harness);
+``e2e`` (whole trainers), ``legacy`` (goldens of the legacy trainer), ``cli`` (both command lines'
+refusals, field by field), ``selfcheck`` (the harness);
 ``transforms`` marks the data-transform grids (beside their component tag, ``dataloader``);
 ``long`` the long-horizon goldens (``long_horizon.py``: a 100-step curve, a 10,000-step LR curve);
 ``nonfinite`` a golden that stores NaN or Inf on purpose (the golden lint refuses them elsewhere).
@@ -33,7 +34,7 @@ COMPONENT_TAGS = (
     "metrics",
     "profiler",
 )
-TAGS = (*COMPONENT_TAGS, "transforms", "e2e", "explore", "legacy", "selfcheck", "long", "nonfinite")
+TAGS = (*COMPONENT_TAGS, "transforms", "e2e", "explore", "legacy", "cli", "selfcheck", "long", "nonfinite")
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")

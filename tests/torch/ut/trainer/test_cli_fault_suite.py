@@ -1,6 +1,6 @@
 """Standing fault suite of both command lines: every numeric and closed-set field, drawn values.
 
-The fields come from the config dataclasses themselves (the legacy schema ``LegacyTrainerArgs`` and
+The fields come from ``parity.config_sweep`` (the walk of the legacy schema ``LegacyTrainerArgs`` and
 the new ``HyperTrainer.Config`` tree of the debug recipe, each dataloader subcommand included), so
 a new field is covered as soon as it exists. A field is drawn when it is numeric (int, float, a
 tuple of numbers), a closed set (``Literal``, bool) or a string (the legacy schema and several
@@ -20,174 +20,49 @@ config in a subprocess of each entry point and checks that the losses are finite
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import functools
-import importlib.util
-import io
 import math
 import re
 import subprocess
 import sys
-import types
-import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hyper_parallel.entry import DEBUG_ENV, run_main
+from hyper_parallel.entry import DEBUG_ENV
+from parity.config_sweep import (
+    LEGACY_PROG,
+    NEW_PROG,
+    RECIPE,
+    Field,
+    Outcome,
+    default_subcommand,
+    legacy_fields,
+    legacy_tokens,
+    new_fields,
+    parse_legacy,
+    parse_new,
+    recipe_default,
+    recipe_subcommands,
+    run_parse,
+    sweep_values,
+    walk,
+)
+from parity.legacy_driver import DEBUG_YAML, REPO_ROOT
 from tests._subprocess import child_env
-from tests.torch.legacy_trainer._recipes import DEBUG_YAML, REPO_ROOT
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:torch.distributed is disabled:UserWarning",
     "ignore:'set_vital' is deprecated:UserWarning",
 )
 
-RECIPE = ("--module", "qwen3_5", "--config", "debug")
-LEGACY_PROG = "train_lm.py"
-NEW_PROG = "hyper_parallel.train"
 # Examples per drawn test: a multiple of the profile's (dev 25, ci 50, nightly 1000): 150 in dev.
 EXAMPLES = settings.default.max_examples * 6
 
 # ----------------------------------------------------------------------------- the fields
-
-
-@dataclasses.dataclass(frozen=True)
-class Field:
-    """One leaf of a config tree that takes a number, a closed-set value or a string."""
-
-    path: str  # dotted, as on the command line: train.optimizer.lr / training.steps
-    kind: str  # int, float, bool, choice, str, numbers
-    optional: bool = False
-    choices: tuple[str, ...] = ()  # choice: the Literal's values; numbers: the tuple's length as ("2",)
-    subcommand: str | None = None  # the new tree: the dataloader subcommand this field belongs to
-
-    @property
-    def leaf(self) -> str:
-        return self.path.rpartition(".")[2]
-
-
-def _strip_annotated(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _union_members(tp: Any) -> tuple[Any, ...]:
-    tp = _strip_annotated(tp)
-    if typing.get_origin(tp) in (Union, types.UnionType):
-        return typing.get_args(tp)
-    return ()
-
-
-def _leaf_kind(annotation: Any) -> tuple[str, bool, tuple[str, ...]] | None:
-    """``(kind, optional, choices)`` of a leaf annotation; None for lists, dicts and other types."""
-    tp = _strip_annotated(annotation)
-    optional = False
-    members = _union_members(tp)
-    if members:
-        rest = [m for m in members if m is not type(None)]
-        optional = len(rest) < len(members)
-        if len(rest) != 1:
-            return None
-        tp = _strip_annotated(rest[0])
-    if tp is bool:
-        return "bool", optional, ()
-    if tp in (int, float):
-        return tp.__name__, optional, ()
-    if tp is str:
-        return "str", optional, ()
-    if typing.get_origin(tp) is Literal:
-        return "choice", optional, tuple(str(v) for v in typing.get_args(tp))
-    args = typing.get_args(tp)
-    if typing.get_origin(tp) is tuple and args and all(a in (int, float) for a in args):
-        return "numbers", optional, (str(len(args)),)
-    return None
-
-
-def _subcommand_name(member: Any) -> str | None:
-    """The ``tyro.conf.subcommand(name)`` of an ``Annotated`` union member, if it has one."""
-    for meta in getattr(member, "__metadata__", ()):
-        name = getattr(meta, "name", None)
-        if isinstance(name, str):
-            return name
-    return None
-
-
-def _walk(instance: Any, prefix: str = "", subcommand: str | None = None) -> Iterator[Field]:
-    """Every leaf Field of a config instance: its dataclass fields, recursively.
-
-    A field typed as a union of Config classes is a subcommand group (``dataloader:NAME``): each
-    member's fields are walked from its default instance, tagged with the subcommand.
-    """
-    hints = typing.get_type_hints(type(instance), include_extras=True)
-    for spec in dataclasses.fields(instance):
-        if not spec.init or spec.name.startswith("_"):
-            continue
-        path = f"{prefix}{spec.name}"
-        value = getattr(instance, spec.name)
-        annotation = hints[spec.name]
-        members = [m for m in _union_members(annotation) if dataclasses.is_dataclass(_strip_annotated(m))]
-        if members:
-            for member in members:
-                name = _subcommand_name(member)
-                if name is not None:
-                    yield from _walk(_strip_annotated(member)(), f"{path}.", f"{spec.name}:{name}")
-        elif dataclasses.is_dataclass(value):
-            yield from _walk(value, f"{path}.", subcommand)
-        else:
-            kind = _leaf_kind(annotation)
-            if kind is not None:
-                yield Field(path, kind[0], kind[1], kind[2], subcommand)
-
-
-@functools.cache
-def legacy_fields() -> tuple[Field, ...]:
-    from hyper_parallel.trainer.config import LegacyTrainerArgs
-
-    return tuple(_walk(LegacyTrainerArgs()))
-
-
-@functools.cache
-def recipe_default() -> Any:
-    from hyper_parallel.trainer.legacy_mapping import config_manager
-
-    return config_manager().load_recipe("qwen3_5", "debug")
-
-
-@functools.cache
-def recipe_subcommands() -> tuple[str | None, ...]:
-    """The dataloader subcommands, and None (no subcommand: the recipe's own loader)."""
-    return (None, *sorted({f.subcommand for f in new_fields() if f.subcommand is not None}))
-
-
-@functools.cache
-def default_subcommand() -> str:
-    """The subcommand of the recipe's loader (its fields need no subcommand token)."""
-    loader = type(recipe_default().dataloader)
-    names = [
-        f"dataloader:{_subcommand_name(m)}"
-        for m in _union_members(
-            typing.get_type_hints(type(recipe_default()), include_extras=True)["dataloader"]
-        )
-        if _strip_annotated(m) is loader
-    ]
-    assert len(names) == 1, names
-    return names[0]
-
-
-@functools.cache
-def new_fields() -> tuple[Field, ...]:
-    """The new tree's fields that are flags (a field hidden from the CLI, ``model_spec``, is not)."""
-    from hyper_parallel.trainer.legacy_mapping import config_manager
-
-    flags = set(config_manager().cli_flags(recipe_default()))
-    return tuple(f for f in _walk(recipe_default()) if f"--{f.path}" in flags)
 
 
 def test_the_walk_finds_every_numeric_and_closed_set_field():
@@ -203,7 +78,7 @@ def test_the_walk_finds_every_numeric_and_closed_set_field():
     assert {f.subcommand for f in new_fields()} >= {None, "dataloader:hf_text", "dataloader:preset_pt"}
     assert len(legacy) >= 80 and len(new) >= 60, (len(legacy), len(new))
     # Every leaf of the walk that is a number, a closed set or a string is a flag of the CLI.
-    walked = {f"--{f.path}" for f in _walk(recipe_default())}
+    walked = {f"--{f.path}" for f in walk(recipe_default())}
     assert walked <= set(config_manager().cli_flags(recipe_default()))
 
 
@@ -266,15 +141,6 @@ def _assignments(draw: st.DrawFn, fields: tuple[Field, ...]) -> list[tuple[Field
     return [(field, draw(_values(field))) for field in chosen]
 
 
-def _legacy_tokens(assigned: list[tuple[Field, list[str]]]) -> list[str]:
-    """``--a.b=v``; a tuple field as a YAML list."""
-    tokens = []
-    for field, values in assigned:
-        value = f"[{', '.join(values)}]" if field.kind == "numbers" else values[0]
-        tokens.append(f"--{field.path}={value}")
-    return tokens
-
-
 def _recipe_tokens(assigned: list[tuple[Field, list[str]]], subcommand: str | None, data: Any) -> list[str]:
     """``--a.b v`` (or ``--a.b=v``); the subcommand first, the other flags may follow it."""
     tokens = [subcommand] if subcommand is not None else []
@@ -287,51 +153,6 @@ def _recipe_tokens(assigned: list[tuple[Field, list[str]]], subcommand: str | No
 
 
 # ----------------------------------------------------------------------------- the entry points
-
-
-@functools.cache
-def _legacy_script() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "train_lm_fault_suite", REPO_ROOT / "scripts" / "train_lm.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _parse_legacy(argv: list[str]) -> Any:
-    return _legacy_script().parse_config(argv)
-
-
-def _parse_new(argv: list[str]) -> Any:
-    from hyper_parallel.train import parse_config
-
-    return parse_config(argv)
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def errors(self) -> list[str]:
-        return [line for line in self.err.splitlines() if ": error: " in line]
-
-
-def run_parse(prog: str, parse: Callable[[list[str]], Any], argv: list[str]) -> Outcome:
-    """The entry point's parse step under its own error reporting, as ``main`` runs it."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run_main(prog, functools.partial(_parsed, parse, argv))
-    return Outcome(code, out.getvalue(), err.getvalue())
-
-
-def _parsed(parse: Callable[[list[str]], Any], argv: list[str]) -> int:
-    parse(argv)
-    return 0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -365,14 +186,14 @@ def check_outcome(prog: str, outcome: Outcome, argv: list[str], fields: list[Fie
 
 
 @pytest.mark.parametrize(
-    ("prog", "parse"), [(LEGACY_PROG, _parse_legacy), (NEW_PROG, _parse_new)], ids=["legacy_cli", "new_cli"]
+    ("prog", "parse"), [(LEGACY_PROG, parse_legacy), (NEW_PROG, parse_new)], ids=["legacy_cli", "new_cli"]
 )
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_legacy_yaml_parses_or_refuses_in_one_line(prog, parse, data):
     """Both entry points take the legacy YAML with drawn overrides."""
     pairs = data.draw(_assignments(legacy_fields()))
-    argv = [str(DEBUG_YAML), *_legacy_tokens(pairs)]
+    argv = [str(DEBUG_YAML), *legacy_tokens(pairs)]
     outcome = run_parse(prog, parse, argv)
     event(f"exit status {outcome.code}")
     check_outcome(prog, outcome, argv, [f for f, _ in pairs])
@@ -386,7 +207,7 @@ def test_new_cli_with_a_recipe_parses_or_refuses_in_one_line(data):
     fields = tuple(f for f in new_fields() if f.subcommand in (None, own))
     pairs = data.draw(_assignments(fields))
     argv = [*RECIPE, *_recipe_tokens(pairs, subcommand, data)]
-    outcome = run_parse(NEW_PROG, _parse_new, argv)
+    outcome = run_parse(NEW_PROG, parse_new, argv)
     event(f"exit status {outcome.code}")
     check_outcome(NEW_PROG, outcome, argv, [f for f, _ in pairs])
     if outcome.code == 2 and "Invalid value for '" not in outcome.errors[0]:
@@ -400,35 +221,22 @@ def test_new_cli_with_a_recipe_parses_or_refuses_in_one_line(data):
 # ----------------------------------------------------------------------------- every field once
 
 
-def _sweep_values(field: Field) -> list[list[str]]:
-    """One value per class that refuses where a field refuses: out of range and of the wrong type."""
-    if field.kind in ("int", "float"):
-        return [["-1"], ["abc"]]
-    if field.kind == "bool":
-        return [["maybe"]]
-    if field.kind == "choice":
-        return [["bogus"]]
-    if field.kind == "numbers":
-        return [["0.5"], ["abc", "0.5"]]
-    return [[""]]
-
-
 @pytest.mark.parametrize("route", ["legacy", "new-yaml"])
 def test_every_legacy_field_once(route):
     """Each legacy field, once per value class, so that none is left to the draw."""
-    prog, parse = (LEGACY_PROG, _parse_legacy) if route == "legacy" else (NEW_PROG, _parse_new)
+    prog, parse = (LEGACY_PROG, parse_legacy) if route == "legacy" else (NEW_PROG, parse_new)
     for field in legacy_fields():
-        for values in _sweep_values(field):
-            argv = [str(DEBUG_YAML), *_legacy_tokens([(field, values)])]
+        for values in sweep_values(field):
+            argv = [str(DEBUG_YAML), *legacy_tokens([(field, values)])]
             check_outcome(prog, run_parse(prog, parse, argv), argv, [field])
 
 
 def test_every_recipe_field_once():
     for field in new_fields():
         head = [] if field.subcommand in (None, default_subcommand()) else [field.subcommand]
-        for values in _sweep_values(field):
+        for values in sweep_values(field):
             argv = [*RECIPE, *head, f"--{field.path}", *values]
-            check_outcome(NEW_PROG, run_parse(NEW_PROG, _parse_new, argv), argv, [field])
+            check_outcome(NEW_PROG, run_parse(NEW_PROG, parse_new, argv), argv, [field])
 
 
 # ----------------------------------------------------------------------------- refusals by kind
@@ -466,7 +274,7 @@ def test_every_recipe_field_once():
 )
 def test_recipe_refusals_are_one_line_naming_the_flag(extra, line):
     argv = [*RECIPE, *extra]
-    outcome = run_parse(NEW_PROG, _parse_new, argv)
+    outcome = run_parse(NEW_PROG, parse_new, argv)
     assert outcome.code == 2 and outcome.errors == [t for t in outcome.err.splitlines() if t.strip()], outcome
     assert outcome.errors[0].startswith(f"{NEW_PROG}: error: {line}"), outcome.errors
     assert "HYPER_PARALLEL_DEBUG" not in outcome.errors[0]  # a flag refusal has no traceback to offer
@@ -489,7 +297,7 @@ def test_recipe_refusals_are_one_line_naming_the_flag(extra, line):
 )
 @pytest.mark.parametrize("route", ["legacy", "new-yaml"])
 def test_legacy_refusals_are_one_line_naming_the_field(route, extra, match):
-    prog, parse = (LEGACY_PROG, _parse_legacy) if route == "legacy" else (NEW_PROG, _parse_new)
+    prog, parse = (LEGACY_PROG, parse_legacy) if route == "legacy" else (NEW_PROG, parse_new)
     outcome = run_parse(prog, parse, [str(DEBUG_YAML), *extra])
     assert outcome.code == 2 and len(outcome.errors) == 1, outcome
     assert outcome.errors[0].startswith(f"{prog}: error: ") and re.search(match, outcome.errors[0]), outcome
@@ -503,7 +311,7 @@ def test_without_the_hook_tyros_report_is_flattened_to_one_line(extra, monkeypat
     from hyper_parallel.config import refusals
 
     monkeypatch.setattr(refusals, "_tyro_errors", lambda: None)
-    outcome = run_parse(NEW_PROG, _parse_new, [*RECIPE, *extra])
+    outcome = run_parse(NEW_PROG, parse_new, [*RECIPE, *extra])
     assert outcome.code == 2 and outcome.err.count("\n") == 1, outcome
     assert outcome.errors[0].startswith(f"{NEW_PROG}: error: {extra[0]}"), outcome.errors
     assert not any(box in outcome.err for box in "╭╰│─")

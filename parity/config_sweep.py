@@ -1,0 +1,301 @@
+"""Both command lines, field by field: the config trees walked, one value per refusing class.
+
+The fields come from the config dataclasses themselves (the legacy schema ``LegacyTrainerArgs`` and
+the new ``HyperTrainer.Config`` tree of the debug recipe, each dataloader subcommand included), so
+a new field is swept as soon as it exists. A field is swept when it is numeric (int, float, a tuple
+of numbers), a closed set (``Literal``, bool) or a string. Three ways in:
+``scripts/train_lm.py CONFIG.yaml --a.b=v``, ``python -m hyper_parallel.train CONFIG.yaml --a.b=v``
+and ``python -m hyper_parallel.train --module qwen3_5 --config debug --a.b v``, each through the
+entry point's own parse step (``parse_config``) under its own error reporting (``run_main``).
+
+Used by the ``cli_refusals`` goldens (``parity/suites/cli_refusals.py``: the exact line each value
+gets) and by the command-line fault suite (``tests/torch/ut/trainer/test_cli_fault_suite.py``:
+every line names the field, drawn values included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib.util
+import io
+import os
+import types
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, Union
+
+from hyper_parallel.entry import DEBUG_ENV, run_main
+from parity.legacy_driver import DEBUG_YAML, REPO_ROOT
+
+__all__ = [
+    "LEGACY_PROG",
+    "NEW_PROG",
+    "RECIPE",
+    "ROUTES",
+    "Field",
+    "Outcome",
+    "default_subcommand",
+    "legacy_fields",
+    "legacy_tokens",
+    "new_fields",
+    "parse_legacy",
+    "parse_new",
+    "recipe_default",
+    "recipe_subcommands",
+    "run_parse",
+    "sweep",
+    "sweep_values",
+    "union_members",
+    "walk",
+]
+
+RECIPE = ("--module", "qwen3_5", "--config", "debug")
+LEGACY_PROG = "train_lm.py"
+NEW_PROG = "hyper_parallel.train"
+# The routes ``sweep`` takes: the legacy YAML through either entry point, the recipe through the new.
+ROUTES = ("legacy_cli", "new_cli_yaml", "new_cli_recipe")
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One leaf of a config tree that takes a number, a closed-set value or a string."""
+
+    path: str  # dotted, as on the command line: train.optimizer.lr / training.steps
+    kind: str  # int, float, bool, choice, str, numbers
+    optional: bool = False
+    choices: tuple[str, ...] = ()  # choice: the Literal's values; numbers: the tuple's length as ("2",)
+    subcommand: str | None = None  # the new tree: the dataloader subcommand this field belongs to
+
+    @property
+    def leaf(self) -> str:
+        return self.path.rpartition(".")[2]
+
+
+def _strip_annotated(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def union_members(tp: Any) -> tuple[Any, ...]:
+    tp = _strip_annotated(tp)
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        return typing.get_args(tp)
+    return ()
+
+
+def _leaf_kind(annotation: Any) -> tuple[str, bool, tuple[str, ...]] | None:
+    """``(kind, optional, choices)`` of a leaf annotation; None for lists, dicts and other types."""
+    tp = _strip_annotated(annotation)
+    optional = False
+    members = union_members(tp)
+    if members:
+        rest = [m for m in members if m is not type(None)]
+        optional = len(rest) < len(members)
+        if len(rest) != 1:
+            return None
+        tp = _strip_annotated(rest[0])
+    if tp is bool:
+        return "bool", optional, ()
+    if tp in (int, float):
+        return tp.__name__, optional, ()
+    if tp is str:
+        return "str", optional, ()
+    if typing.get_origin(tp) is Literal:
+        return "choice", optional, tuple(str(v) for v in typing.get_args(tp))
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple and args and all(a in (int, float) for a in args):
+        return "numbers", optional, (str(len(args)),)
+    return None
+
+
+def _subcommand_name(member: Any) -> str | None:
+    """The ``tyro.conf.subcommand(name)`` of an ``Annotated`` union member, if it has one."""
+    for meta in getattr(member, "__metadata__", ()):
+        name = getattr(meta, "name", None)
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def walk(instance: Any, prefix: str = "", subcommand: str | None = None) -> Iterator[Field]:
+    """Every leaf Field of a config instance: its dataclass fields, recursively.
+
+    A field typed as a union of Config classes is a subcommand group (``dataloader:NAME``): each
+    member's fields are walked from its default instance, tagged with the subcommand.
+    """
+    hints = typing.get_type_hints(type(instance), include_extras=True)
+    for spec in dataclasses.fields(instance):
+        if not spec.init or spec.name.startswith("_"):
+            continue
+        path = f"{prefix}{spec.name}"
+        value = getattr(instance, spec.name)
+        annotation = hints[spec.name]
+        members = [m for m in union_members(annotation) if dataclasses.is_dataclass(_strip_annotated(m))]
+        if members:
+            for member in members:
+                name = _subcommand_name(member)
+                if name is not None:
+                    yield from walk(_strip_annotated(member)(), f"{path}.", f"{spec.name}:{name}")
+        elif dataclasses.is_dataclass(value):
+            yield from walk(value, f"{path}.", subcommand)
+        else:
+            kind = _leaf_kind(annotation)
+            if kind is not None:
+                yield Field(path, kind[0], kind[1], kind[2], subcommand)
+
+
+@functools.cache
+def legacy_fields() -> tuple[Field, ...]:
+    from hyper_parallel.trainer.config import LegacyTrainerArgs
+
+    return tuple(walk(LegacyTrainerArgs()))
+
+
+@functools.cache
+def recipe_default() -> Any:
+    from hyper_parallel.trainer.legacy_mapping import config_manager
+
+    return config_manager().load_recipe("qwen3_5", "debug")
+
+
+@functools.cache
+def new_fields() -> tuple[Field, ...]:
+    """The new tree's fields that are flags (a field hidden from the CLI, ``model_spec``, is not)."""
+    from hyper_parallel.trainer.legacy_mapping import config_manager
+
+    flags = set(config_manager().cli_flags(recipe_default()))
+    return tuple(f for f in walk(recipe_default()) if f"--{f.path}" in flags)
+
+
+@functools.cache
+def recipe_subcommands() -> tuple[str | None, ...]:
+    """The dataloader subcommands, and None (no subcommand: the recipe's own loader)."""
+    return (None, *sorted({f.subcommand for f in new_fields() if f.subcommand is not None}))
+
+
+@functools.cache
+def default_subcommand() -> str:
+    """The subcommand of the recipe's loader (its fields need no subcommand token)."""
+    loader = type(recipe_default().dataloader)
+    hints = typing.get_type_hints(type(recipe_default()), include_extras=True)
+    names = [
+        f"dataloader:{_subcommand_name(m)}"
+        for m in union_members(hints["dataloader"])
+        if _strip_annotated(m) is loader
+    ]
+    if len(names) != 1:
+        raise LookupError(f"the recipe's dataloader is not one subcommand: {names}")
+    return names[0]
+
+
+def sweep_values(field: Field) -> list[list[str]]:
+    """One value per class that refuses where a field refuses: out of range and of the wrong type."""
+    if field.kind in ("int", "float"):
+        return [["-1"], ["abc"]]
+    if field.kind == "bool":
+        return [["maybe"]]
+    if field.kind == "choice":
+        return [["bogus"]]
+    if field.kind == "numbers":
+        return [["0.5"], ["abc", "0.5"]]
+    return [[""]]
+
+
+def legacy_tokens(assigned: list[tuple[Field, list[str]]]) -> list[str]:
+    """``--a.b=v``; a tuple field as a YAML list."""
+    tokens = []
+    for field, values in assigned:
+        value = f"[{', '.join(values)}]" if field.kind == "numbers" else values[0]
+        tokens.append(f"--{field.path}={value}")
+    return tokens
+
+
+# ----------------------------------------------------------------------------- the entry points
+
+
+@functools.cache
+def _legacy_script() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("train_lm_sweep", REPO_ROOT / "scripts" / "train_lm.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {REPO_ROOT / 'scripts' / 'train_lm.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parse_legacy(argv: list[str]) -> Any:
+    return _legacy_script().parse_config(argv)
+
+
+def parse_new(argv: list[str]) -> Any:
+    from hyper_parallel.train import parse_config
+
+    return parse_config(argv)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def errors(self) -> list[str]:
+        return [line for line in self.err.splitlines() if ": error: " in line]
+
+
+def run_parse(prog: str, parse: Callable[[list[str]], Any], argv: list[str]) -> Outcome:
+    """The entry point's parse step under its own error reporting, as ``main`` runs it."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_main(prog, functools.partial(_parsed, parse, argv))
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _parsed(parse: Callable[[list[str]], Any], argv: list[str]) -> int:
+    parse(argv)
+    return 0
+
+
+def sweep(route: str) -> dict[str, str]:
+    """Every field of ``route`` once per refusing value class: ``"<tokens>" -> "ok"`` when the
+    entry point parses it, else its exit status and error line (``"2 <message>"``)."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    rows: dict[str, str] = {}
+    with _without_debug_env():
+        if route == "new_cli_recipe":
+            for field in new_fields():
+                head = [] if field.subcommand in (None, default_subcommand()) else [field.subcommand]
+                for values in sweep_values(field):
+                    tokens = [*head, f"--{field.path}", *values]
+                    rows[" ".join(tokens)] = _line(run_parse(NEW_PROG, parse_new, [*RECIPE, *tokens]))
+            return rows
+        prog, parse = (LEGACY_PROG, parse_legacy) if route == "legacy_cli" else (NEW_PROG, parse_new)
+        for field in legacy_fields():
+            for values in sweep_values(field):
+                tokens = legacy_tokens([(field, values)])
+                rows[" ".join(tokens)] = _line(run_parse(prog, parse, [str(DEBUG_YAML), *tokens]))
+    return rows
+
+
+def _line(outcome: Outcome) -> str:
+    """``ok``, or the status and the error lines without the program's name."""
+    if outcome.code == 0 and not outcome.errors:
+        return "ok"
+    messages = [line.partition(": error: ")[2] for line in outcome.errors]
+    return f"{outcome.code} " + " | ".join(messages or ["(no error line)"])
+
+
+@contextlib.contextmanager
+def _without_debug_env() -> Iterator[None]:
+    """``HYPER_PARALLEL_DEBUG`` adds tracebacks to the lines: the sweep records them without."""
+    saved = os.environ.pop(DEBUG_ENV, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[DEBUG_ENV] = saved
