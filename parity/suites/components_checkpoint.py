@@ -253,7 +253,14 @@ def legacy_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool =
     return Path(output_dir) / f"step_{state.step}"
 
 
-def manager(state: TrainedState, output_dir: str, *, save_steps: int, **fields: Any):
+def manager(
+    state: TrainedState,
+    output_dir: str,
+    *,
+    save_steps: int,
+    run_settings: dict[str, Any] | None = None,
+    **fields: Any,
+):
     from hyper_parallel.components.checkpoint import CheckpointManager
 
     config = CheckpointManager.Config(output_dir=output_dir, save_steps=save_steps, **fields)
@@ -263,7 +270,24 @@ def manager(state: TrainedState, output_dir: str, *, save_steps: int, **fields: 
         lr_schedulers=state.lr_scheduler,
         dataloader=state.dataloader,
         sd_adapter=state.adapter,
+        run_settings=run_settings,
     )
+
+
+def legacy_run_settings() -> dict[str, Any]:
+    """What HyperTrainer hands its manager as ``run_settings``, read from the legacy debug config
+    as the legacy callback reads it (no ``max_steps``: the callbacks' fake trainer has no state)."""
+    args = legacy_args()
+    opt = args.train.optimizer
+    return {
+        "global_batch_size": args.train.global_batch_size,
+        "seq_len": args.data.max_seq_len,
+        "lr_scheduler": {
+            "lr_warmup_ratio": opt.lr_warmup_ratio,
+            "decay_style": opt.lr_decay_style,
+            "lr_min": opt.lr_min,
+        },
+    }
 
 
 def manager_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool = True) -> Path:
@@ -534,7 +558,18 @@ SUITE.pair(
 # sides ("train.checkpoint." is written "checkpoint."), which is the one difference by design.
 
 DAMAGES = ("missing", "empty", "truncated", "flipped")
-MANIFESTS = ("kept", "rewritten")
+# kept: the manifest names the damage; rewritten over the damaged files: the readers meet it;
+# unverified: no manifest, resumed with allow_unverified (the lenient paths: skipped files warn).
+MANIFESTS = ("kept", "rewritten", "unverified")
+# extra_state.json values a damaged or hand-edited file may hold (written with a new manifest).
+FORGED_EXTRA_STATE: dict[str, Any] = {
+    "a float step": {"global_step": 2.5, "epoch": 1},
+    "a negative step": {"global_step": -1, "epoch": 1},
+    "a string step": {"global_step": "2", "epoch": 1},
+    "a bool epoch": {"global_step": 2, "epoch": True},
+    "a list": [2, 1],
+    "no keys": {},
+}
 
 
 def _damage(file: Path, how: str) -> None:
@@ -572,10 +607,23 @@ def _warnings_of(logger_name: str) -> Iterator[list[str]]:
         logger.setLevel(level)
 
 
-def _damage_sweep(resumer, *, steps: int) -> dict[str, Any]:
+def _resume_side(side: str, target: TrainedState, path: str, out: str, **flags: Any) -> tuple[int, int]:
+    """Resume ``path`` into ``target`` through one side's reader: ``(step, epoch)`` or its error."""
+    if side == "legacy":
+        ckpt, _export = legacy_callbacks(target, out, save_steps=0, load_path=path, **flags)
+        progress = SimpleNamespace(global_step=0, epoch=0)
+        ckpt.on_train_begin(progress)
+        return progress.global_step, progress.epoch
+    return manager(
+        target, out, save_steps=0, load_path=path, run_settings=legacy_run_settings(), **flags
+    ).load()
+
+
+def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
     import shutil
 
     from hyper_parallel.checkpointing import MANIFEST_FILE, write_manifest
+    from hyper_parallel.checkpointing.layout import EXTRA_STATE_FILE
 
     source = trained_state(steps=steps, epoch=1)
     rows: dict[str, Any] = {}
@@ -584,22 +632,33 @@ def _damage_sweep(resumer, *, steps: int) -> dict[str, Any]:
         settings = json.loads((saved / MANIFEST_FILE).read_text(encoding="utf-8"))["settings"]
         files = sorted(p.relative_to(saved).as_posix() for p in saved.rglob("*") if p.is_file())
         target = trained_state(steps=0, seed=99)
-        for n, (rel, how, manifest) in enumerate(
-            (rel, how, manifest) for rel in files for how in DAMAGES for manifest in MANIFESTS
-        ):
-            if manifest == "rewritten" and rel == MANIFEST_FILE:
+        damages = [
+            (f"{rel} {how}, manifest {m}", rel, how, m) for rel in files for how in DAMAGES for m in MANIFESTS
+        ]
+        damages += [
+            (f"{EXTRA_STATE_FILE} holds {what}", EXTRA_STATE_FILE, what, "rewritten")
+            for what in FORGED_EXTRA_STATE
+        ]
+        for n, (row, rel, how, manifest) in enumerate(damages):
+            if manifest != "kept" and rel == MANIFEST_FILE:
                 continue
             copy = Path(shutil.copytree(saved, Path(tmp, f"copy{n}", f"step_{steps}")))
-            _damage(copy / rel, how)
+            if how in FORGED_EXTRA_STATE:
+                (copy / rel).write_text(json.dumps(FORGED_EXTRA_STATE[how]), encoding="utf-8")
+            else:
+                _damage(copy / rel, how)
             if manifest == "rewritten":
                 write_manifest(str(copy), steps, settings=settings)
+            elif manifest == "unverified":
+                (copy / MANIFEST_FILE).unlink()
+            flags = {"allow_unverified": True} if manifest == "unverified" else {}
             with _warnings_of("hyper_parallel") as warned:
                 try:
-                    step, epoch = resumer(target, str(copy), str(copy.parent))
+                    step, epoch = _resume_side(side, target, str(copy), str(copy.parent / "out"), **flags)
                     outcome = f"ok step={step} epoch={epoch}"
                 except Exception as exc:  # a refusal is the row's outcome
                     outcome = f"{type(exc).__name__}: {exc}"
-            rows[f"{rel} {how}, manifest {manifest}"] = {
+            rows[row] = {
                 "outcome": _relative(outcome, copy),
                 "warnings": [_relative(w, copy) for w in warned],
             }
@@ -612,11 +671,11 @@ def _relative(text: str, copy: Path) -> str:
 
 
 def legacy_damage(*, steps: int) -> dict[str, Any]:
-    return _damage_sweep(_legacy_resumer, steps=steps)
+    return _damage_sweep("legacy", steps=steps)
 
 
 def manager_damage(*, steps: int) -> dict[str, Any]:
-    return _damage_sweep(_manager_resumer, steps=steps)
+    return _damage_sweep("new", steps=steps)
 
 
 SUITE.pair(
@@ -701,19 +760,8 @@ def _settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
                     group["initial_lr"] = value
                 with _warnings_of("hyper_parallel") as warned:
                     try:
-                        if side == "legacy":
-                            ckpt, _export = legacy_callbacks(
-                                target, out, save_steps=0, load_path=saved, resume_config_changes=mode
-                            )
-                            progress = SimpleNamespace(global_step=0, epoch=0)
-                            ckpt.on_train_begin(progress)
-                            outcome = f"ok step={progress.global_step} epoch={progress.epoch}"
-                        else:
-                            mgr = manager(
-                                target, out, save_steps=0, load_path=saved, resume_config_changes=mode
-                            )
-                            step, epoch = mgr.load()
-                            outcome = f"ok step={step} epoch={epoch}"
+                        step, epoch = _resume_side(side, target, saved, out, resume_config_changes=mode)
+                        outcome = f"ok step={step} epoch={epoch}"
                     except Exception as exc:  # a refusal is the row's outcome
                         outcome = f"{type(exc).__name__}: {exc}"
                 trains_with = target.optimizer.param_groups[0]

@@ -50,6 +50,10 @@ def test_cases_are_registered():
         "checkpoint.component_checkpoint_resume-steps=2",
         "checkpoint.component_checkpoint_async-steps=2",
         "checkpoint.component_checkpoint_manager-steps=5",
+        "checkpoint.component_checkpoint_damaged-steps=2",
+        "checkpoint.component_checkpoint_damaged_rows-steps=2",
+        "checkpoint.component_checkpoint_changed_settings-steps=2",
+        "checkpoint.component_checkpoint_changed_settings_rows-steps=2",
         # shared HF loading: a folder with extra layers loads like the exact one (shared_relations)
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=1-sharded=false-unknown_keys=false",
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=2-sharded=true-unknown_keys=true",
