@@ -129,8 +129,9 @@ def resolved_schedule(settings: Mapping[str, Any]) -> dict[str, Any]:
     missing field is its default), ``max_steps`` and the first param group's ``lr``:
     ``warmup_steps`` (``warmup_steps``, else ``ceil(max_steps * lr_warmup_ratio)``),
     ``decay_style`` (``"constant"``, anything else runs cosine), ``lr_min`` and ``lr_max`` (the lr
-    that ``lr_min`` is relative to: ``lr_max``, else the optimizer lr). A field that cannot be
-    resolved from what is recorded is left out; no ``lr_scheduler`` at all gives ``{}``.
+    that ``lr_min`` is relative to: ``lr_max``, else the optimizer lr). Without ``max_steps`` a
+    non-zero ratio cannot become steps: ``lr_warmup_ratio`` is given instead, so that a changed
+    ratio is still seen. No ``lr_scheduler`` at all gives ``{}``.
     ``lr_max_explicit`` says whether ``lr_max`` was set (else it repeats the group lr).
     """
     sched = settings.get("lr_scheduler")
@@ -141,10 +142,10 @@ def resolved_schedule(settings: Mapping[str, Any]) -> dict[str, Any]:
     max_steps = settings.get("max_steps")
     if sched.get("warmup_steps") is not None:
         out["warmup_steps"] = sched["warmup_steps"]
-    elif not ratio:
-        out["warmup_steps"] = 0
     elif isinstance(max_steps, int) and isinstance(ratio, (int, float)):
         out["warmup_steps"] = math.ceil(max_steps * ratio)
+    else:  # no horizon recorded (a manager built without max_steps): the ratio itself is compared
+        out["lr_warmup_ratio"] = ratio
     style = sched.get("decay_style")
     out["decay_style"] = "constant" if style == "constant" else "cosine"
     out["lr_min"] = sched.get("lr_min") if sched.get("lr_min") is not None else 0.0
@@ -182,7 +183,7 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[
                 elif old[key] != new[key]:
                     out.append(f"optimizer.param_groups[{index}].{key}: {old[key]!r} -> {new[key]!r}")
     old_sched, new_sched = resolved_schedule(saved), resolved_schedule(current)
-    for key in ("warmup_steps", "decay_style", "lr_max", "lr_min"):
+    for key in ("warmup_steps", "lr_warmup_ratio", "decay_style", "lr_max", "lr_min"):
         if key not in new_sched:
             continue
         if key not in old_sched:

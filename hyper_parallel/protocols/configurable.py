@@ -38,12 +38,17 @@ This module does not import tyro: only the command line needs it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Hashable, Iterator
 from enum import Enum
 from typing import Any, ClassVar, Self, TypeVar, cast
 
-__all__ = ["ConfigMixin", "Configurable", "validate_config_class"]
+import typeguard
+
+__all__ = ["ConfigMixin", "Configurable", "check_field_types", "validate_config_class"]
 
 T = TypeVar("T")
 
@@ -108,6 +113,65 @@ def _walk(value: Any, cls: type) -> Iterator[Any]:
     elif isinstance(value, dict):
         for item in value.values():
             yield from _walk(item, cls)
+
+
+@functools.cache
+def _field_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _bare(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _admits_bool(tp: Any) -> bool:
+    """Whether ``tp`` names bool itself (``bool`` is an ``int`` to isinstance, not to a config)."""
+    tp = _bare(tp)
+    if tp in (bool, Any, object):
+        return True
+    if typing.get_origin(tp) is typing.Literal:
+        return any(isinstance(arg, bool) for arg in typing.get_args(tp))
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_admits_bool(arg) for arg in typing.get_args(tp))
+    return False
+
+
+def _type_text(tp: Any) -> str:
+    tp = _bare(tp)
+    return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
+
+
+def check_field_types(config: Any, prefix: str = "") -> None:
+    """Refuse a config tree holding a value its annotation does not allow; ``TypeError`` naming it.
+
+    The command line types every value before a Config exists; a recipe written in Python does
+    not, and a field's own ``__post_init__`` checks ranges, not kinds. So a trainer checks its
+    whole tree once before it builds anything: each public field of each nested config against
+    its annotation (typeguard: ``Literal``, ``X | None``, ``tuple[int, ...]``, every item of a
+    collection), with a bool refused where the annotation does not name bool.
+    """
+    hints = _field_hints(cast(Hashable, type(config)))
+    for spec in dataclasses.fields(config):
+        if not spec.init or spec.name.startswith("_"):
+            continue
+        value = getattr(config, spec.name)
+        if _is_dataclass_instance(value):
+            check_field_types(value, f"{prefix}{spec.name}.")
+            continue
+        hint = hints[spec.name]
+        try:
+            typeguard.check_type(
+                value, hint, collection_check_strategy=typeguard.CollectionCheckStrategy.ALL_ITEMS
+            )
+            ok = not isinstance(value, bool) or _admits_bool(hint)
+        except typeguard.TypeCheckError:
+            ok = False
+        if not ok:
+            raise TypeError(
+                f"{prefix}{spec.name}: expected {_type_text(hint)}, got {value!r} ({type(value).__name__})"
+            )
 
 
 class ConfigMixin:

@@ -840,8 +840,11 @@ def _convert_value(path: str, value: Any, annotation: Any) -> Any:
     if tp is float:
         return _to_float(path, value)
     if tp is str:
-        # Kept as given: YAML reads a bare ``off`` as False, and the legacy consumers (e.g. the
-        # activation-checkpoint switch) accept that spelling.
+        # A scalar is kept as given: YAML reads a bare ``off`` as False, and the legacy consumers
+        # (e.g. the activation-checkpoint switch) accept that spelling. A list or a mapping is no
+        # spelling of a string: refused here rather than met later as a crash in some builder.
+        if isinstance(value, (list, tuple, dict)):
+            raise ValueError(f"Invalid value for '{path}': expected a string, got {value!r}")
         return value
     kind = _container_kind(tp)
     if kind is dict and not isinstance(value, dict):

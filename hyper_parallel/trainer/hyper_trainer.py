@@ -16,7 +16,7 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from hyper_parallel.components.checkpoint import CheckpointManager
 from hyper_parallel.components.dataloader import (
@@ -44,7 +44,7 @@ from hyper_parallel.config import (
 from hyper_parallel.platform import GroupInfo, get_platform
 from hyper_parallel.platform.base import Device
 from hyper_parallel.platform.logging import get_logger
-from hyper_parallel.protocols import Configurable, ModelSpec, verify_module_protocol
+from hyper_parallel.protocols import Configurable, ModelSpec, check_field_types, verify_module_protocol
 from hyper_parallel.trainer import init_helpers
 from hyper_parallel.trainer.init_helpers import TrainerState
 from hyper_parallel.trainer.parallel_dims import ParallelDims
@@ -200,14 +200,27 @@ class HyperTrainer(Configurable):
     metrics: MetricsProcessor
     profiler: Profiler
 
-    def __init__(self, config: HyperTrainer.Config) -> None:
+    @staticmethod
+    def check_config(config: HyperTrainer.Config) -> None:
+        """What build refuses before any init step: no model spec, or a value of the wrong kind.
+
+        A recipe built in code reaches here without the command line's ``parse_args``, which types
+        every value first; the types are checked here (a Config may also have been edited after it
+        was made). The command line's cross-field rules (``validate_cross_fields``) are not: a
+        config from ``legacy_to_trainer_config`` must run what ``LLMTrainer(args)`` runs, and the
+        legacy builders accept, for one, a decay style the scheduler runs as cosine.
+        """
         if config.model_spec is None:
             raise ValueError(
                 "HyperTrainer.Config.model_spec is not set; expected a ModelSpec with model, parallelize_fn "
                 "and state_dict_adapter (e.g. from hyper_parallel.recipes or legacy_to_trainer_config)"
             )
+        check_field_types(config)
+
+    def __init__(self, config: HyperTrainer.Config) -> None:
+        self.check_config(config)
         self.config = config
-        self.spec = config.model_spec
+        self.spec = cast(ModelSpec, config.model_spec)  # check_config refused None
         self.state = TrainerState(max_steps=config.training.steps)
         self.last_step_metrics = None
         self._last_global_tokens = None
