@@ -49,6 +49,7 @@ __all__ = [
     "sweep_values",
     "union_members",
     "walk",
+    "without_debug_env",
 ]
 
 RECIPE = ("--module", "qwen3_5", "--config", "debug")
@@ -266,7 +267,7 @@ def sweep(route: str) -> dict[str, str]:
     if route not in ROUTES:
         raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
     rows: dict[str, str] = {}
-    with _without_debug_env():
+    with without_debug_env():
         if route == "new_cli_recipe":
             for field in new_fields():
                 head = [] if field.subcommand in (None, default_subcommand()) else [field.subcommand]
@@ -291,7 +292,7 @@ def _line(outcome: Outcome) -> str:
 
 
 @contextlib.contextmanager
-def _without_debug_env() -> Iterator[None]:
+def without_debug_env() -> Iterator[None]:
     """``HYPER_PARALLEL_DEBUG`` adds tracebacks to the lines: the sweep records them without."""
     saved = os.environ.pop(DEBUG_ENV, None)
     try:

@@ -12,12 +12,20 @@ that each line names its field, on drawn values.
 The two entry points differ by design on the legacy YAML: the new one builds the model Config
 while parsing and so refuses model sizes at parse time, while the legacy one refuses them when the
 trainer builds the model; the two goldens record that difference line by line.
+
+The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
+reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
+section (status, error line and warnings, through either entry point), and a recipe built in
+Python, each field of each Config node set to one value per class (what the node and
+``HyperTrainer.check_config`` refuse before any init step).
 """
 
 from __future__ import annotations
 
 from parity.cases import REGISTRY
 from parity.config_sweep import ROUTES, sweep
+from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
 SUITE.grid(params=[("cli_refusals", {"route": route}) for route in ROUTES], producer=sweep)
+SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
