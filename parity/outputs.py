@@ -877,9 +877,14 @@ OUTPUTS: tuple[Output, ...] = (
         "shared run_main; the messages come from each side's checks and name each side's fields, "
         "so they are compared against goldens, not legacy against new: the parse step's status and "
         "line for every config field, once per refusing value class, on each entry point "
-        "(cli_refusals, three routes: parity.config_sweep), and what each side's resume says of a "
-        "damaged checkpoint folder (component_checkpoint_damaged, legacy against new with the "
-        "field prefix made equal, and component_checkpoint_damaged_rows); "
+        "(cli_refusals, three routes: parity.config_sweep), every YAML field set to null, a list "
+        "or a mapping and unknown keys with their warnings, on both entry points, and every "
+        "Python recipe field through HyperTrainer.check_config (config_values, three routes: "
+        "parity.value_sweep), what each side's resume says of a damaged checkpoint folder "
+        "(component_checkpoint_damaged, legacy against new with the field prefix made equal, and "
+        "component_checkpoint_damaged_rows), of changed run settings "
+        "(component_checkpoint_changed_run_settings and _rows) and of each state of the run "
+        "folder (component_run_folder_states and _rows); "
         "tests/torch/legacy_trainer/test_refused_inputs_cli.py and test_bad_input_table.py check the rest",
     ),
     Output(

@@ -12,11 +12,12 @@ compares the live state plus the loss of the next step.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -228,13 +229,20 @@ def _checkpoint_overrides(output_dir: str, save_steps: int, load_path: str | Non
 
 
 def legacy_callbacks(
-    state: TrainedState, output_dir: str, *, save_steps: int, load_path: str | None = None, **flags
+    state: TrainedState,
+    output_dir: str,
+    *,
+    save_steps: int,
+    load_path: str | None = None,
+    overrides: tuple[str, ...] = (),
+    **flags,
 ):
-    """``(CheckpointCallback, SafetensorsExportCallback)`` wired to ``state``."""
+    """``(CheckpointCallback, SafetensorsExportCallback)`` wired to ``state`` (``overrides``: more
+    ``--a.b=v`` on the debug config)."""
     from hyper_parallel.trainer.callbacks import CheckpointCallback, SafetensorsExportCallback
 
     trainer = _fake_trainer(
-        state, legacy_args(*_checkpoint_overrides(output_dir, save_steps, load_path, **flags))
+        state, legacy_args(*overrides, *_checkpoint_overrides(output_dir, save_steps, load_path, **flags))
     )
     # As in BaseTrainer._init_callbacks: the checkpoint callback finds the exporter on the trainer
     # and exports into the staged folder, so the export is part of the checkpoint's manifest.
@@ -274,10 +282,11 @@ def manager(
     )
 
 
-def legacy_run_settings() -> dict[str, Any]:
+def legacy_run_settings(*overrides: str) -> dict[str, Any]:
     """What HyperTrainer hands its manager as ``run_settings``, read from the legacy debug config
-    as the legacy callback reads it (no ``max_steps``: the callbacks' fake trainer has no state)."""
-    args = legacy_args()
+    (plus ``overrides``) as the legacy callback reads it (no ``max_steps``: the callbacks' fake
+    trainer has no state)."""
+    args = legacy_args(*overrides)
     opt = args.train.optimizer
     return {
         "global_batch_size": args.train.global_batch_size,
@@ -607,16 +616,30 @@ def _warnings_of(logger_name: str) -> Iterator[list[str]]:
         logger.setLevel(level)
 
 
-def _resume_side(side: str, target: TrainedState, path: str, out: str, **flags: Any) -> tuple[int, int]:
-    """Resume ``path`` into ``target`` through one side's reader: ``(step, epoch)`` or its error."""
+def _resume_side(
+    side: str,
+    target: TrainedState,
+    path: str,
+    out: str,
+    *,
+    overrides: tuple[str, ...] = (),
+    run_settings: dict[str, Any] | None = None,
+    **flags: Any,
+) -> tuple[int, int]:
+    """Resume ``path`` into ``target`` through one side's reader: ``(step, epoch)`` or its error.
+
+    ``overrides`` change the debug config both sides resume under; ``run_settings`` replaces the
+    manager's (what HyperTrainer would hand it) where the legacy config cannot say it."""
     if side == "legacy":
-        ckpt, _export = legacy_callbacks(target, out, save_steps=0, load_path=path, **flags)
+        ckpt, _export = legacy_callbacks(
+            target, out, save_steps=0, load_path=path, overrides=overrides, **flags
+        )
         progress = SimpleNamespace(global_step=0, epoch=0)
         ckpt.on_train_begin(progress)
         return progress.global_step, progress.epoch
-    return manager(
-        target, out, save_steps=0, load_path=path, run_settings=legacy_run_settings(), **flags
-    ).load()
+    if run_settings is None:
+        run_settings = legacy_run_settings(*overrides)
+    return manager(target, out, save_steps=0, load_path=path, run_settings=run_settings, **flags).load()
 
 
 def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
@@ -651,7 +674,7 @@ def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
                 write_manifest(str(copy), steps, settings=settings)
             elif manifest == "unverified":
                 (copy / MANIFEST_FILE).unlink()
-            flags = {"allow_unverified": True} if manifest == "unverified" else {}
+            flags: dict[str, Any] = {"allow_unverified": True} if manifest == "unverified" else {}
             with _warnings_of("hyper_parallel") as warned:
                 try:
                     step, epoch = _resume_side(side, target, str(copy), str(copy.parent / "out"), **flags)
@@ -784,6 +807,142 @@ def manager_settings(*, steps: int) -> dict[str, Any]:
     return _settings_sweep("new", steps=steps)
 
 
+# Run settings a resume compares besides the param groups, each changed in the config the resume
+# runs under (the callback reads it from args; the manager gets it as HyperTrainer hands it).
+CHANGED_RUN_SETTINGS: tuple[tuple[str, Any], ...] = (
+    ("train.optimizer.lr_min", 2e-5),
+    ("train.optimizer.lr_decay_style", "constant"),
+    ("train.optimizer.lr_warmup_ratio", 0.5),
+    ("train.optimizer.lr_warmup_ratio", 0.0),
+    ("train.global_batch_size", 16),
+    ("data.max_seq_len", 32),
+)
+# The schedule fields only the new config has (``warmup_steps``, ``lr_max``) and ``max_steps``,
+# which the manager records from HyperTrainer: (row, saved with, resumed with), as changes to
+# ``legacy_run_settings()`` (a key under ``lr_scheduler`` or a top-level scalar).
+NEW_RUN_SETTINGS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+    ("lr_max set at resume", {}, {"lr_max": 0.5}),
+    ("lr_max set at save, none at resume", {"lr_max": 0.5}, {}),
+    ("lr_max changed", {"lr_max": 0.5}, {"lr_max": 0.25}),
+    ("lr_max kept", {"lr_max": 0.5}, {"lr_max": 0.5}),
+    ("lr_max at save equal to the optimizer lr", {"lr_max": 1e-3}, {}),
+    ("warmup_steps set at resume", {}, {"warmup_steps": 3}),
+    ("warmup_steps changed", {"warmup_steps": 3}, {"warmup_steps": 4}),
+    ("warmup_steps equal to the ratio's", {"max_steps": 20}, {"max_steps": 20, "warmup_steps": 2}),
+    ("max_steps changed, the ratio's warmup moves", {"max_steps": 20}, {"max_steps": 40}),
+    (
+        "max_steps changed, warmup_steps fixed",
+        {"max_steps": 20, "warmup_steps": 2},
+        {"max_steps": 40, "warmup_steps": 2},
+    ),
+    ("max_steps set at resume", {}, {"max_steps": 20}),
+    ("no schedule at resume", {}, {"lr_scheduler": None}),
+)
+
+
+def _with(settings: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = {**settings, "lr_scheduler": dict(settings["lr_scheduler"])}
+    for key, value in changes.items():
+        if key in ("lr_max", "warmup_steps"):
+            out["lr_scheduler"][key] = value
+        elif value is None:
+            out.pop(key)
+        else:
+            out[key] = value
+    return out
+
+
+def _resume_row(side: str, target: TrainedState, saved: str, out: str, **how: Any) -> dict[str, Any]:
+    with _warnings_of("hyper_parallel") as warned:
+        try:
+            step, epoch = _resume_side(side, target, saved, out, **how)
+            outcome = f"ok step={step} epoch={epoch}"
+        except Exception as exc:  # a refusal is the row's outcome
+            outcome = f"{type(exc).__name__}: {exc}"
+    clean = [w.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint.") for w in warned]
+    return {
+        "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
+        "warnings": clean,
+        "lr": [group["lr"] for group in target.optimizer.param_groups],
+    }
+
+
+def _run_settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
+    """Each ``CHANGED_RUN_SETTINGS`` change in the config a legacy save resumes under, once per
+    resume mode; on the new side also each ``NEW_RUN_SETTINGS`` pair (saved by the manager)."""
+    from hyper_parallel.checkpointing.resume_settings import RESUME_MODES
+
+    source = trained_state(steps=steps, epoch=1)
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        saved = str(legacy_save(source, os.path.join(tmp, "saved")))
+        out = os.path.join(tmp, "out")
+        for key, value in CHANGED_RUN_SETTINGS:
+            for mode in RESUME_MODES:
+                overrides = (f"--{key}={value}",)
+                target = trained_state(steps=0, seed=99)
+                rows[f"{key}={value!r}, {mode}"] = _resume_row(
+                    side, target, saved, out, overrides=overrides, resume_config_changes=mode
+                )
+        if side == "legacy":
+            return rows
+        base = legacy_run_settings()
+        saves: dict[str, str] = {}  # one manager save per distinct setting saved with
+        for row, at_save, at_resume in NEW_RUN_SETTINGS:
+            key = json.dumps(at_save, sort_keys=True)
+            if key not in saves:
+                folder = os.path.join(tmp, f"new{len(saves)}")
+                saving = manager(
+                    source,
+                    folder,
+                    save_steps=source.step,
+                    run_settings=_with(base, at_save),
+                    save_hf_weights=False,
+                )
+                saving.maybe_save(source.step, source.epoch)
+                saving.save_final(source.step, source.epoch)
+                saves[key] = os.path.join(folder, f"step_{source.step}")
+            step_dir = saves[key]
+            for mode in RESUME_MODES:
+                target = trained_state(steps=0, seed=99)
+                rows[f"{row}, {mode}"] = _resume_row(
+                    side,
+                    target,
+                    step_dir,
+                    out,
+                    run_settings=_with(base, at_resume),
+                    resume_config_changes=mode,
+                )
+    return rows
+
+
+def legacy_run_settings_rows(*, steps: int) -> dict[str, Any]:
+    return _run_settings_sweep("legacy", steps=steps)
+
+
+def manager_run_settings_rows(*, steps: int) -> dict[str, Any]:
+    return _run_settings_sweep("new", steps=steps)
+
+
+def manager_run_settings_common(*, steps: int) -> dict[str, Any]:
+    """The new side's rows that the legacy config can say too (the pair's half)."""
+    rows = manager_run_settings_rows(steps=steps)
+    return {k: v for k, v in rows.items() if k.split("=", 1)[0] in {key for key, _ in CHANGED_RUN_SETTINGS}}
+
+
+SUITE.pair(
+    "component_checkpoint_changed_run_settings",
+    kind="checkpoint",
+    params={"steps": 2},
+    legacy=legacy_run_settings_rows,
+    new=manager_run_settings_common,
+)
+SUITE.golden(
+    "component_checkpoint_changed_run_settings_rows",
+    kind="checkpoint",
+    params={"steps": 2},
+    producer=manager_run_settings_rows,
+)
 SUITE.pair(
     "component_checkpoint_changed_settings",
     kind="checkpoint",
@@ -796,4 +955,184 @@ SUITE.golden(
     kind="checkpoint",
     params={"steps": 2},
     producer=manager_settings,
+)
+
+
+# ----------------------------------------------------------------------------- the run folder
+#
+# A run that saves first checks its ``output_dir`` and takes the folder's lock (``run_lock``): it
+# refuses checkpoints of an earlier run unless told to replace them, a folder another live run
+# holds, and a lock path that is a link or a folder; it takes over the lock a dead run left, with a
+# warning. Each row builds one side's writer (the legacy ``CheckpointCallback``, the manager) over
+# one folder state, with ``overwrite`` off and on: the outcome, the warnings, the folder while the
+# writer holds it and after it let go. The pair compares the sides row by row (field prefixes
+# aside); the golden holds the manager's rows.
+
+# What another run's lock file says about it (fixed, so that the lines it gets are too).
+OTHER_RUN = {"host": "other-host", "pid": 4242, "started": "2026-01-01T00:00:00+0000"}
+LOCK = ".hyper_parallel.lock"  # run_lock.LOCK_FILE, spelled out: the rows pin the name
+
+
+def _step(folder: Path, name: str, *, manifest: bool = True, files: bool = True) -> None:
+    path = folder / name
+    path.mkdir(parents=True)
+    if files:
+        (path / "model.distcp").write_bytes(b"x")
+    if manifest:
+        (path / "manifest.json").write_text("{}", encoding="utf-8")
+
+
+def _lock_file(folder: Path, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / LOCK).write_text(text, encoding="utf-8")
+
+
+def _make_states() -> dict[str, Callable[[Path], Any]]:
+    """Folder state -> a function that makes it at ``path`` (and returns what must stay open)."""
+
+    def absent(path: Path) -> None:
+        return None
+
+    def empty(path: Path) -> None:
+        path.mkdir()
+
+    def unrelated(path: Path) -> None:
+        path.mkdir()
+        (path / "notes.txt").write_text("mine", encoding="utf-8")
+
+    def steps_with_manifest(path: Path) -> None:
+        for n in (2, 4):
+            _step(path, f"step_{n}")
+
+    def step_without_manifest(path: Path) -> None:
+        _step(path, "step_3", manifest=False)
+
+    def empty_step_folder(path: Path) -> None:
+        _step(path, "step_3", manifest=False, files=False)
+
+    def many_steps(path: Path) -> None:
+        for n in range(1, 8):
+            _step(path, f"step_{n}", manifest=n % 2 == 0)
+
+    def replaced_copy(path: Path) -> None:
+        _step(path, ".replaced.step_5")
+
+    def partial_save(path: Path) -> None:
+        _step(path, ".partial.step_5", manifest=False)
+
+    def dead_run_lock(path: Path) -> None:
+        _lock_file(path, json.dumps(OTHER_RUN) + "\n")
+
+    def unreadable_dead_lock(path: Path) -> None:
+        _lock_file(path, "garbage")
+
+    def empty_dead_lock(path: Path) -> None:
+        _lock_file(path, "")
+
+    def live_run_lock(path: Path) -> Any:
+        _lock_file(path, json.dumps(OTHER_RUN) + "\n")
+        handle = open(path / LOCK, "rb")
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return handle
+
+    def lock_is_link(path: Path) -> None:
+        path.mkdir()
+        (path / "elsewhere.txt").write_text("not a lock", encoding="utf-8")
+        os.symlink("elsewhere.txt", path / LOCK)
+
+    def lock_is_dangling_link(path: Path) -> None:
+        path.mkdir()
+        os.symlink("missing.txt", path / LOCK)
+
+    def lock_is_folder(path: Path) -> None:
+        (path / LOCK).mkdir(parents=True)
+
+    return {f.__name__: f for f in (
+        absent, empty, unrelated, steps_with_manifest, step_without_manifest, empty_step_folder,
+        many_steps, replaced_copy, partial_save, dead_run_lock, unreadable_dead_lock,
+        empty_dead_lock, live_run_lock, lock_is_link, lock_is_dangling_link, lock_is_folder,
+    )}  # fmt: skip
+
+
+RUN_FOLDER_STATES = _make_states()
+
+
+def _folder_listing(path: Path) -> list[str]:
+    if not path.exists():
+        return ["(no folder)"]
+    return sorted(
+        p.relative_to(path).as_posix() + ("/" if p.is_dir() and not p.is_symlink() else "")
+        for p in path.rglob("*")
+    )
+
+
+def _lock_fields(path: Path) -> list[str]:
+    """The fields the writer's lock file tells another run about it (their values vary by run)."""
+    try:
+        return sorted(json.loads((path / LOCK).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        return [f"unreadable: {type(exc).__name__}"]
+
+
+def _start_writer(side: str, state: Any, out: str, overwrite: bool) -> Callable[[], None]:
+    """Build ``side``'s writer over ``out``; returns how it lets the folder go."""
+    if side == "legacy":
+        ckpt, _export = legacy_callbacks(state, out, save_steps=1, overwrite=overwrite)
+        return ckpt.writer.unlock
+    return manager(state, out, save_steps=1, overwrite=overwrite).writer.unlock
+
+
+def _run_folder_sweep(side: str) -> dict[str, Any]:
+    state = trained_state(steps=0)
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-run-folder-") as tmp:
+        for n, (name, make) in enumerate(RUN_FOLDER_STATES.items()):
+            for overwrite in (False, True):
+                out = Path(tmp, f"{n}-{overwrite}", "run")
+                out.parent.mkdir()
+                held = make(out)
+                shown = str(out)
+                with _warnings_of("hyper_parallel") as warned:
+                    try:
+                        release = _start_writer(side, state, shown, overwrite)
+                        outcome = "ok"
+                    except Exception as exc:  # a refusal is the row's outcome
+                        release, outcome = (lambda: None), f"{type(exc).__name__}: {exc}"
+                    holding = _folder_listing(out)
+                    holder = _lock_fields(out) if outcome == "ok" else []
+                    release()
+                if held is not None:
+                    held.close()
+
+                def clean(text: str, _shown: str = shown) -> str:
+                    return text.replace(_shown, "<run>").replace("train.checkpoint.", "checkpoint.")
+
+                rows[f"{name}, overwrite={overwrite}"] = {
+                    "outcome": clean(outcome),
+                    "warnings": [clean(w) for w in warned],
+                    "while_held": holding,
+                    "lock_fields": holder,
+                    "after": _folder_listing(out),
+                }
+    return rows
+
+
+def legacy_run_folder() -> dict[str, Any]:
+    return _run_folder_sweep("legacy")
+
+
+def manager_run_folder() -> dict[str, Any]:
+    return _run_folder_sweep("new")
+
+
+SUITE.pair(
+    "component_run_folder_states",
+    kind="checkpoint",
+    legacy=legacy_run_folder,
+    new=manager_run_folder,
+)
+SUITE.golden(
+    "component_run_folder_states_rows",
+    kind="checkpoint",
+    producer=manager_run_folder,
 )

@@ -54,6 +54,10 @@ def test_cases_are_registered():
         "checkpoint.component_checkpoint_damaged_rows-steps=2",
         "checkpoint.component_checkpoint_changed_settings-steps=2",
         "checkpoint.component_checkpoint_changed_settings_rows-steps=2",
+        "checkpoint.component_checkpoint_changed_run_settings-steps=2",
+        "checkpoint.component_checkpoint_changed_run_settings_rows-steps=2",
+        "checkpoint.component_run_folder_states",
+        "checkpoint.component_run_folder_states_rows",
         # shared HF loading: a folder with extra layers loads like the exact one (shared_relations)
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=1-sharded=false-unknown_keys=false",
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=2-sharded=true-unknown_keys=true",
