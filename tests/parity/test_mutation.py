@@ -374,3 +374,42 @@ def test_the_workspace_reuses_the_full_map_after_a_product_edit_only(tmp_path, m
     (tmp_path / "parity" / "cases.py").write_text("CASES = 2\n")  # the cases changed: measure
     run({mutant.path})
     assert measured == [None, [mutant.path]]
+
+
+def test_function_selects_its_mutants_and_cases_restrict_the_groups(tmp_path):
+    """``--function FILE:QUALNAME`` picks one function's mutants (an unknown one is a one-line
+    error); ``--cases`` runs only the groups holding a matching case, so their kills are measured."""
+    import argparse
+
+    from rich.console import Console
+
+    from parity.tools.mutation import runner
+    from parity.tools.mutation.mutants import Mutant
+
+    def mutant(name: str, qualname: str) -> Mutant:
+        return Mutant(name, f"mod.x_{qualname}", "hyper_parallel/a.py", qualname, 1, 1, "op", "", "", name)
+
+    pool = [mutant("m0", "f"), mutant("m1", "Box.size"), mutant("m2", "f")]
+    args = argparse.Namespace(module=[], changed=None, function=["hyper_parallel/a.py:f"])
+    console = Console(file=io.StringIO())
+    assert [m.name for m in runner.select(pool, args, console, tmp_path)] == ["m0", "m2"]
+    args.function = ["hyper_parallel/a.py:g"]
+    with pytest.raises(SystemExit, match="--function hyper_parallel/a.py:g: no mutants in that function"):
+        runner.select(pool, args, console, tmp_path)
+
+    groups = [Group("g0", ["suite.cheap_case"], 1.0), Group("g1", ["suite.new_case-x=1"], 2.0)]
+    cmap = CoverageMap(groups, {"hyper_parallel/a.py": {1: ["g0", "g1"]}})
+    seen = []
+
+    class Launcher:
+        logs = tmp_path
+        tree = tmp_path
+
+        def run(self, spec, *, fresh, timeout):
+            seen.append(spec["groups"])
+            return {"status": "survived"}, False
+
+    killers = runner.Killers(cmap, tiers={})
+    runner._run_one(pool[0], cmap, Launcher(), killers, None, ("new_case",))
+    runner._run_one(pool[0], cmap, Launcher(), killers, None)
+    assert seen == [[["suite.new_case-x=1"]], [["suite.cheap_case"], ["suite.new_case-x=1"]]]

@@ -147,6 +147,7 @@ def run_mutants(
     on_verdict: Callable[[Verdict], None],
     max_groups: int | None = None,
     deadline: float | None = None,
+    only_cases: Sequence[str] = (),
 ) -> list[Verdict]:
     """Run each mutant against its groups on ``jobs`` threads; ``on_verdict`` sees each verdict.
 
@@ -167,7 +168,7 @@ def run_mutants(
                 m = todo.get_nowait()
             except queue.Empty:
                 return
-            verdict = _run_one(m, cmap, launcher, killers, max_groups)
+            verdict = _run_one(m, cmap, launcher, killers, max_groups, only_cases)
             with lock:
                 verdicts.append(verdict)
                 if verdict.status == "killed" and verdict.case:
@@ -223,9 +224,16 @@ class Killers:
 
 
 def _run_one(
-    m: Mutant, cmap: coverage.CoverageMap, launcher: _Launcher, killers: Killers, max_groups: int | None
+    m: Mutant,
+    cmap: coverage.CoverageMap,
+    launcher: _Launcher,
+    killers: Killers,
+    max_groups: int | None,
+    only_cases: Sequence[str] = (),
 ) -> Verdict:
     covering = killers.order(m, cmap.groups_of(m))
+    if only_cases:
+        covering = [g for g in covering if any(part in case for case in g.cases for part in only_cases)]
     if not covering:
         return Verdict(m, "not_covered")
     groups = covering[:max_groups] if max_groups else covering
@@ -303,6 +311,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", type=int, default=None, metavar="N", help="N mutants drawn uniformly")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--module", action="append", default=[], help="only these product files (repeatable)")
+    p.add_argument(
+        "--function",
+        action="append",
+        default=[],
+        metavar="FILE:QUALNAME",
+        help="only mutants of these functions, named as the report names them "
+        "(hyper_parallel/x.py:Class.method; repeatable)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1), help="mutants at once")
     p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
@@ -325,6 +341,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add each killing case's mutants to parity/tools/mutation/kills.json (the quick self-check "
         "counts a case without a plant claim as measured when it killed a recorded mutant)",
+    )
+    p.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only the case groups with a case id containing TEXT (repeatable): what those cases "
+        "kill, e.g. a new case's power with --record-kills; the score is then theirs, not the harness's",
     )
     p.add_argument(
         "--max-groups",
@@ -400,6 +424,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
             on_verdict=progress.add,
             max_groups=args.max_groups,
             deadline=deadline,
+            only_cases=args.cases,
         )
         run_seconds = time.perf_counter() - t_run
         if len(verdicts) < len(pool):
@@ -415,7 +440,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         population=population,
         sample=args.sample,
         seed=args.seed,
-        scope="changed" if args.changed else ("modules" if args.module else "all"),
+        scope=_scope_name(args),
         max_groups=args.max_groups,
         seconds={"prepare": round(t_prep, 1), "mutants": round(run_seconds, 1)},
         module_notes=reviewed.module_notes,
@@ -429,6 +454,15 @@ def main(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _scope_name(args: argparse.Namespace) -> str:
+    scope = (
+        "changed"
+        if args.changed
+        else ("functions" if args.function else ("modules" if args.module else "all"))
+    )
+    return f"{scope}, cases containing {' or '.join(args.cases)}" if args.cases else scope
+
+
 def select(mutants: list[Mutant], args: argparse.Namespace, console: Console, repo: Path) -> list[Mutant]:
     scope = mutants
     if args.module:
@@ -439,6 +473,15 @@ def select(mutants: list[Mutant], args: argparse.Namespace, console: Console, re
                 f"parity mutation: error: --module {sorted(unknown)[0]}: no mutants in that file"
             )
         scope = [m for m in scope if m.path in wanted]
+    if args.function:
+        wanted = set(args.function)
+        unknown = wanted - {f"{m.path}:{m.qualname}" for m in mutants}
+        if unknown:
+            raise SystemExit(
+                f"parity mutation: error: --function {sorted(unknown)[0]}: no mutants in that function "
+                "(expected FILE:QUALNAME, e.g. hyper_parallel/components/loss.py:CrossEntropyLoss.__call__)"
+            )
+        scope = [m for m in scope if f"{m.path}:{m.qualname}" in wanted]
     if args.changed:
         base, functions = changed_mod.changed_functions(
             repo, None if args.changed == "auto" else args.changed
