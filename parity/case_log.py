@@ -110,6 +110,28 @@ class CaseLog:
 PRODUCT_LOGGER = "hyper_parallel"
 
 
+@contextlib.contextmanager
+def warnings_of(logger_name: str = PRODUCT_LOGGER) -> Iterator[list[str]]:
+    """The WARNING (and worse) messages of one logger while the block runs, as a list a case's rows
+    can hold (the logger's level is WARNING meanwhile, so a quieter setting hides none)."""
+    seen: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                seen.append(record.getMessage())
+
+    logger = logging.getLogger(logger_name)
+    handler, level = _Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 class _KeepWarnings(logging.Handler):
     """On the product's top logger while a case runs (propagation off): keeps its WARNING records in
     the case's log and hands every other record on to the root logger's handlers, as propagation would."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import logging
 import math
 import os
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from parity.case_log import warnings_of
 from parity.config_sweep import (
     LEGACY_PROG,
     NEW_PROG,
@@ -108,27 +108,11 @@ def _yaml_cases() -> Iterator[tuple[str, str, Any]]:
         yield f"{far}: 1 (unknown key)", far, 1
 
 
-class _Warnings(logging.Handler):
-    """The WARNING records of ``hyper_parallel`` loggers while a parse runs."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def _parse_with_warnings(
     prog: str, parse: Callable[[list[str]], Any], argv: list[str]
 ) -> tuple[Outcome, list[str]]:
-    handler = _Warnings()
-    root = logging.getLogger("hyper_parallel")
-    root.addHandler(handler)
-    try:
-        return run_parse(prog, parse, argv), handler.lines
-    finally:
-        root.removeHandler(handler)
+    with warnings_of() as warned:
+        return run_parse(prog, parse, argv), warned
 
 
 def _row(outcome: Outcome, warnings: list[str], scrub: Callable[[str], str]) -> str:

@@ -24,6 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from parity import canonical
+from parity.case_log import warnings_of
 from parity.cases import REGISTRY
 from parity.legacy_driver import debug_model, legacy_args
 
@@ -594,28 +595,6 @@ def _damage(file: Path, how: str) -> None:
         file.write_bytes(data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :])
 
 
-@contextlib.contextmanager
-def _warnings_of(logger_name: str) -> Iterator[list[str]]:
-    import logging
-
-    seen: list[str] = []
-
-    class _Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.levelno >= logging.WARNING:
-                seen.append(record.getMessage())
-
-    logger = logging.getLogger(logger_name)
-    handler, level = _Keep(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    try:
-        yield seen
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 def _resume_side(
     side: str,
     target: TrainedState,
@@ -675,7 +654,7 @@ def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
             elif manifest == "unverified":
                 (copy / MANIFEST_FILE).unlink()
             flags: dict[str, Any] = {"allow_unverified": True} if manifest == "unverified" else {}
-            with _warnings_of("hyper_parallel") as warned:
+            with warnings_of() as warned:
                 try:
                     step, epoch = _resume_side(side, target, str(copy), str(copy.parent / "out"), **flags)
                     outcome = f"ok step={step} epoch={epoch}"
@@ -781,7 +760,7 @@ def _settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
                 group[key] = value
                 if key == "lr":  # what the LR schedule was configured with
                     group["initial_lr"] = value
-                with _warnings_of("hyper_parallel") as warned:
+                with warnings_of() as warned:
                     try:
                         step, epoch = _resume_side(side, target, saved, out, resume_config_changes=mode)
                         outcome = f"ok step={step} epoch={epoch}"
@@ -853,7 +832,7 @@ def _with(settings: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _resume_row(side: str, target: TrainedState, saved: str, out: str, **how: Any) -> dict[str, Any]:
-    with _warnings_of("hyper_parallel") as warned:
+    with warnings_of() as warned:
         try:
             step, epoch = _resume_side(side, target, saved, out, **how)
             outcome = f"ok step={step} epoch={epoch}"
@@ -1092,7 +1071,7 @@ def _run_folder_sweep(side: str) -> dict[str, Any]:
                 out.parent.mkdir()
                 held = make(out)
                 shown = str(out)
-                with _warnings_of("hyper_parallel") as warned:
+                with warnings_of() as warned:
                     try:
                         release = _start_writer(side, state, shown, overwrite)
                         outcome = "ok"
