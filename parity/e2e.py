@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from parity import assets, canonical
+from parity import assets, canonical, run_log
 from parity.callback_events import EventRecorder
 from parity.legacy_driver import REPO_ROOT, legacy_args
 from parity.ranks import fork_ranks
@@ -57,6 +57,9 @@ CURVES = ("losses", "grad_norms", "lr_curve")
 # ``train()`` returned: the explore cases compare them with the artifacts above; the recipe grid has
 # no case for them.
 RUN_ARTIFACTS = (*ARTIFACTS, "events", "returned")
+# And the run's log lines (``parity.run_log``): legacy and new log different lines by design, so a
+# golden per recipe holds both sides' (``trainer_log``); explore does not compare them pairwise.
+DUMPED = (*RUN_ARTIFACTS, "log")
 
 
 # ----------------------------------------------------------------------------- recipes
@@ -344,6 +347,7 @@ def _artifacts(
     ckpt_root: Path,
     events=None,
     returned=None,
+    log=None,
 ) -> dict:
     """Every artifact of one run, each read on its own; a failure becomes that artifact's ``ArtifactError``."""
     readers: dict[str, Callable[[], Any]] = {
@@ -360,6 +364,7 @@ def _artifacts(
         "layout": lambda: _layout(ckpt_root.parent),
         "events": lambda: events,
         "returned": lambda: canonical.canonicalise(returned, "returned"),
+        "log": lambda: log,
     }
     # The raw curves and records too, for the legacy goldens that read the same run.
     out: dict[str, Any] = {"raw": {"losses": losses, "grad_norms": grad_norms, "log_history": list(records)}}
@@ -407,7 +412,7 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
     """Train ``LLMTrainer`` on the debug recipe (+ overrides); canonical artifacts of the run."""
     from hyper_parallel.trainer import LLMTrainer
 
-    with WorkDir(workdir) as tmp:
+    with WorkDir(workdir) as tmp, run_log.capture(tmp) as log:
         args = legacy_args(*side_dirs(tmp), *overrides)
         trainer = LLMTrainer(args)
         base = trainer.base
@@ -432,6 +437,7 @@ def run_legacy(*overrides: str, workdir: Path | None = None) -> dict[str, Any]:
             Path(tmp, "ckpt"),
             events.events,
             returned,
+            log,
         )
 
 
@@ -443,7 +449,7 @@ def run_new(
     from hyper_parallel.trainer.hyper_trainer import HyperTrainer
     from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
-    with WorkDir(workdir) as tmp:
+    with WorkDir(workdir) as tmp, run_log.capture(tmp) as log:
         if config_of is None:
             config = legacy_to_trainer_config(legacy_args(*side_dirs(tmp), *overrides))
         else:
@@ -478,6 +484,7 @@ def run_new(
             Path(tmp, "ckpt"),
             events.events,
             returned,
+            log,
         )
 
 
@@ -554,7 +561,7 @@ def run_multirank(
         out: dict[str, Any] = {}
         for rank in range(spec.nproc):
             dumped = json.loads((scratch / f"{side}_rank{rank}.json").read_text())
-            for name in RUN_ARTIFACTS:
+            for name in DUMPED:
                 if rank > 0 and name in ("checkpoint", "hf_export"):
                     continue
                 entry = dumped[name]
@@ -592,7 +599,7 @@ def run_rank(side: str, out: Path, overrides: Sequence[str]) -> Path:
     run = SIDES[side]  # "legacy", "new", or a side another suite registered (a forked rank inherits it)
     artifacts = run(*overrides, workdir=out / side)
     dumped = {}
-    for name in RUN_ARTIFACTS:
+    for name in DUMPED:
         value = artifacts[name]
         dumped[name] = (
             {"error": str(value)} if isinstance(value, ArtifactError) else {"value": canonical.to_json(value)}
@@ -699,6 +706,11 @@ def new_curve(*, recipe: str) -> dict[str, Any]:
     """Tier B: the new side's curves (and the batches it trained on) for one recipe."""
     run = cached_side("new", recipe)
     return {name: pick(run, name)[name] for name in (*CURVES, "batches")}
+
+
+def both_logs(*, recipe: str) -> dict[str, Any]:
+    """Tier B: the log lines of both sides of one recipe (``parity.run_log``)."""
+    return {side: pick(cached_side(side, recipe), "log")["log"] for side in ("legacy", "new")}
 
 
 SEED = 42

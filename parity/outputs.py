@@ -93,6 +93,12 @@ TREES: dict[str, Tree] = {
         "(legacy_layout / manager_layout; _async_run reads two)",
         ("component_checkpoint_layout", "component_checkpoint_async"),
     ),
+    "log": Tree(
+        "parity.run_log.capture around parity.e2e.run_legacy / run_new: each side's INFO-or-worse "
+        "lines of the hyper_parallel loggers (paths and timed fields replaced), per recipe both "
+        "sides in one golden",
+        ("trainer_log",),
+    ),
     "profiler": Tree(
         "parity.suites.components_profiler.legacy_profile / new_profile (recording fakes of torch.profiler)",
         ("profiler_run", "profiler_run_hypothesis"),
@@ -154,7 +160,12 @@ _RANK0 = (
     "folder, e2e._checkpoint; the other ranks' files were compared by name only before this "
     "table)"
 )
-_NO_LOG_CAPTURE = "no parity case captures log lines other than the per-step metric line"
+_BOTH_LOGS = ("log.legacy", "log.new")
+_LOG_GOLDEN = (
+    "each side's lines, in order, are held by the trainer_log golden of every recipe (both sides "
+    "in one file), so a change of either side's text, arguments or order fails until the golden is "
+    "regenerated"
+)
 
 OUTPUTS: tuple[Output, ...] = (
     # ------------------------------------------------------------------ checkpoint folder
@@ -564,7 +575,8 @@ OUTPUTS: tuple[Output, ...] = (
         (f"{_MET}:MetricsProcessor.log", f"{_MET}:format_log_line"),
         ("metrics.console",),
         "compared at component level on fixed inputs with a pinned clock (each side has its own "
-        "format_log_line); the e2e runs do not capture log lines",
+        "format_log_line); in the e2e runs each side's lines are held by the trainer_log golden "
+        "with the timed fields (step_time, tokens_per_sec, tflops, mfu) replaced",
         EXACT,
         ("metrics_processor_vs_callbacks",),
     ),
@@ -606,9 +618,11 @@ OUTPUTS: tuple[Output, ...] = (
         "log",
         (f"{_BASE}:BaseTrainer._setup", "hyper_parallel/trainer/init_helpers.py:setup_distributed"),
         ("hyper_parallel/trainer/init_helpers.py:setup_distributed",),
-        None,
+        _BOTH_LOGS,
         "differ by design: both log 'ParallelDims: ...' (the shared setup_distributed); only the "
-        f"legacy trainer logs the rank/mesh and the data/model summary lines; {_NO_LOG_CAPTURE}",
+        f"legacy trainer logs the rank/mesh and the data/model summary lines; {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "data lines (dataset size, micro batch size, grad_accum)",
@@ -620,21 +634,25 @@ OUTPUTS: tuple[Output, ...] = (
             "hyper_parallel/data/preset_pt.py:build_preset_dataset",
         ),
         ("hyper_parallel/components/dataloader.py:BaseDataLoader",),
-        None,
+        _BOTH_LOGS,
         "differ by design: the new loader lines name the loader and the dp rank ('%s: micro batch "
         "size %d, grad_accum %d, dataset length %d, dp rank %d of %d', 'dummy dataloader: ...', "
         "'... training_steps=%d'), the legacy ones the dataset and max_steps; what they print "
         "(sizes, grad_accum, the step horizon) shapes what is compared as e2e.batches and the "
-        f"curves' length; {_NO_LOG_CAPTURE}",
+        f"curves' length; {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "model lines (froze N parameters; mixed precision policy)",
         "log",
         (f"{_BASE}:BaseTrainer._freeze_model", f"{_BASE}:BaseTrainer._build_training_context"),
         (),
-        None,
+        ("log.legacy",),
         "legacy only; what they describe is compared (e2e.param_groups lists the trainable "
-        f"parameters); {_NO_LOG_CAPTURE}",
+        f"parameters); {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "build lines with the same text (AdamW ... decay / no-decay params; tokenizer loaded; "
@@ -650,8 +668,10 @@ OUTPUTS: tuple[Output, ...] = (
             "hyper_parallel/components/tokenizer.py:HuggingFaceTokenizer",
             f"{_CM}:CheckpointManager._load_hf_weights",
         ),
-        None,
-        f"the same format strings on both sides; {_NO_LOG_CAPTURE}",
+        _BOTH_LOGS,
+        f"the same format strings on both sides; {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "loop lines (training for max_steps; Resuming training from step; Epoch N: dataloader "
@@ -659,8 +679,11 @@ OUTPUTS: tuple[Output, ...] = (
         "log",
         (f"{_BASE}:BaseTrainer.train",),
         (f"{_HT}:HyperTrainer.train",),
-        None,
-        f"the same format strings on both sides; {_NO_LOG_CAPTURE}",
+        _BOTH_LOGS,
+        "the same format strings on both sides; no recipe resumes, so 'Resuming training from "
+        f"step' is not among them (the resume is compared as e2e.events on_load); {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "checkpoint lines (saved / async issued; exported HF weights; resumed; artifact missing)",
@@ -675,18 +698,23 @@ OUTPUTS: tuple[Output, ...] = (
             f"{_CM}:CheckpointManager._export_step",
             f"{_READ}:StepReader.resume",
         ),
-        None,
+        _BOTH_LOGS,
         "the same texts, but the async save line: legacy 'async checkpoint issued at step N to DIR', "
-        "new 'Async checkpoint issued at step N to DIR'; what they report is compared as e2e.events "
-        f"(on_save, on_load) and the layout; {_NO_LOG_CAPTURE}",
+        "new 'Async checkpoint issued at step N to DIR'; no recipe saves asynchronously or resumes, "
+        "so the saved and exported lines are the ones held; what they report is compared as "
+        f"e2e.events (on_save, on_load) and the layout; {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "profiler line (Profiler started; traces go to DIR/rank_<r>/)",
         "log",
         ("hyper_parallel/trainer/callbacks/profiler.py:ProfilerCallback.on_train_begin",),
         ("hyper_parallel/components/profiler.py:Profiler.__enter__",),
-        None,
-        f"the same text on both sides; {_NO_LOG_CAPTURE}",
+        _BOTH_LOGS,
+        f"the same text on both sides; {_LOG_GOLDEN}",
+        EXACT,
+        ("trainer_log",),
     ),
     Output(
         "non-finite loss or gradient norm (warning, or the error that stops the run)",

@@ -100,3 +100,9 @@ def init_logger(
     handler.setFormatter(logging.Formatter(fmt or DEFAULT_FORMAT, datefmt=datefmt))
     root.addHandler(handler)
     root.setLevel(level)
+
+
+def forget_once() -> None:
+    """Forget which ``*_once`` messages were logged: the next occurrence of each logs again, as in a
+    fresh process (for a process that runs one trainer after another, such as the parity harness)."""
+    _once.cache_clear()

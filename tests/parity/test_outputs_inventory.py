@@ -147,6 +147,7 @@ def trees(runs) -> dict[str, list[Any]]:
             cc.read_step_dir(runs["root"] / side / "ckpt" / "step_2") for side in ("legacy", "new")
         ],
         "profiler": [cp.legacy_profile(**cp.SCHEDULES[0])],
+        "log": [{side: runs[side]["fresh"]["log"] for side in ("legacy", "new")}],
     }
     assert set(out) == set(TREES), "a tree without a producer here, or the other way round"
     return out

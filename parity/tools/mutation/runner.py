@@ -319,6 +319,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only mutants of these functions, named as the report names them "
         "(hyper_parallel/x.py:Class.method; repeatable)",
     )
+    p.add_argument(
+        "--survivors-of",
+        type=Path,
+        default=None,
+        metavar="REPORT",
+        help="only the mutants a previous report (mutation.json) did not kill (survived, not covered, "
+        "timed out, harness error) and that still exist: what a new or widened case kills of them",
+    )
     p.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1), help="mutants at once")
     p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
@@ -454,9 +462,22 @@ def main(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _survivor_keys(report: Path) -> set[str]:
+    try:
+        rows = json.loads(report.read_text(encoding="utf-8"))["survivors"]
+        return {row["key"] for row in rows}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(
+            f"parity mutation: error: --survivors-of {report}: expected a mutation.json with a "
+            f"'survivors' list ({type(exc).__name__}: {exc})"
+        ) from None
+
+
 def _scope_name(args: argparse.Namespace) -> str:
     scope = (
-        "changed"
+        "survivors of a report"
+        if args.survivors_of is not None
+        else "changed"
         if args.changed
         else ("functions" if args.function else ("modules" if args.module else "all"))
     )
@@ -482,6 +503,12 @@ def select(mutants: list[Mutant], args: argparse.Namespace, console: Console, re
                 "(expected FILE:QUALNAME, e.g. hyper_parallel/components/loss.py:CrossEntropyLoss.__call__)"
             )
         scope = [m for m in scope if f"{m.path}:{m.qualname}" in wanted]
+    if args.survivors_of is not None:
+        keys = _survivor_keys(args.survivors_of)
+        scope = [m for m in scope if m.key in keys]
+        console.print(
+            f"--survivors-of {args.survivors_of}: {len(keys)} not killed there, {len(scope)} of them still exist"
+        )
     if args.changed:
         base, functions = changed_mod.changed_functions(
             repo, None if args.changed == "auto" else args.changed
