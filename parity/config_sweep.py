@@ -45,6 +45,8 @@ __all__ = [
     "recipe_default",
     "recipe_subcommands",
     "run_parse",
+    "boundaries",
+    "boundary_values",
     "sweep",
     "sweep_values",
     "union_members",
@@ -279,6 +281,62 @@ def sweep(route: str) -> dict[str, str]:
         for field in legacy_fields():
             for values in sweep_values(field):
                 tokens = legacy_tokens([(field, values)])
+                rows[" ".join(tokens)] = _line(run_parse(prog, parse, [str(DEBUG_YAML), *tokens]))
+    return rows
+
+
+def _current(root: Any, path: str) -> Any:
+    """The value at a dotted path of a config tree, or None where the path leads nowhere."""
+    node = root
+    for part in path.split("."):
+        node = getattr(node, part, None)
+    return node
+
+
+def boundary_values(field: Field, fields: tuple[Field, ...], root: Any) -> list[str]:
+    """Accepted-looking values where checks turn: 0, 1 and 2 for an int, 0 and 1 for a float, and
+    the current value of each number field beside it in its section (a rule between two fields
+    turns where they are equal)."""
+    if field.kind not in ("int", "float"):
+        return []
+    values = ["0", "1", "2"] if field.kind == "int" else ["0", "1"]
+    parent = field.path.rpartition(".")[0]
+    for other in fields:
+        if other is field or other.kind not in ("int", "float") or other.subcommand != field.subcommand:
+            continue
+        if other.path.rpartition(".")[0] != parent:
+            continue
+        value = _current(root, other.path)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if field.kind == "int" and not float(value).is_integer():
+            continue
+        text = str(int(value)) if field.kind == "int" else repr(float(value))
+        if text not in values:
+            values.append(text)
+    return values
+
+
+def boundaries(route: str) -> dict[str, str]:
+    """Every number field of ``route`` at ``boundary_values``: ``"<tokens>" -> "ok"`` or the exit
+    status and error line, as ``sweep`` records them."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    rows: dict[str, str] = {}
+    with without_debug_env():
+        if route == "new_cli_recipe":
+            fields, root = new_fields(), recipe_default()
+            for field in fields:
+                head = [] if field.subcommand in (None, default_subcommand()) else [field.subcommand]
+                for value in boundary_values(field, fields, root):
+                    tokens = [*head, f"--{field.path}", value]
+                    rows[" ".join(tokens)] = _line(run_parse(NEW_PROG, parse_new, [*RECIPE, *tokens]))
+            return rows
+        prog, parse = (LEGACY_PROG, parse_legacy) if route == "legacy_cli" else (NEW_PROG, parse_new)
+        fields, root = legacy_fields(), parse_legacy([str(DEBUG_YAML)])
+        for field in fields:
+            for value in boundary_values(field, fields, root):
+                tokens = legacy_tokens([(field, [value])])
                 rows[" ".join(tokens)] = _line(run_parse(prog, parse, [str(DEBUG_YAML), *tokens]))
     return rows
 

@@ -57,10 +57,13 @@ __all__ = [
 VALUE_ROUTES = ("legacy_yaml", "new_yaml", "python_recipe")
 # What a YAML file can hold that a command-line string cannot: the row label and the loaded value.
 YAML_VALUES: tuple[tuple[str, Any], ...] = (("null", None), ("list", [1]), ("mapping", {"a": 1}))
-# One Python value per class a field can be wrong in: sign, size, kind, emptiness, NaN.
+# One Python value per class a field can be wrong in: sign, size, kind, emptiness, NaN; and 1 and 2,
+# where a bound or a rule between two fields (a degree that needs another) turns.
 PYTHON_VALUES: tuple[tuple[str, Any], ...] = (
     ("-1", -1),
     ("0", 0),
+    ("1", 1),
+    ("2", 2),
     ("10**9", 10**9),
     ("1.5", 1.5),
     ("nan", math.nan),

@@ -13,6 +13,11 @@ The two entry points differ by design on the legacy YAML: the new one builds the
 while parsing and so refuses model sizes at parse time, while the legacy one refuses them when the
 trainer builds the model; the two goldens record that difference line by line.
 
+The ``cli_boundaries`` goldens give each number field the values where checks turn instead: 0, 1
+and 2 (0 and 1 for a float) and the value of each number field beside it in its section, so a
+bound moved by one (``>`` for ``>=``, ``> 1`` for ``> 2``) or a rule between two fields that
+turns at equality (``lr_min`` against ``lr``) changes a row.
+
 The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
 reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
 section (status, error line and warnings, through either entry point), and a recipe built in
@@ -23,9 +28,10 @@ Python, each field of each Config node set to one value per class (what the node
 from __future__ import annotations
 
 from parity.cases import REGISTRY
-from parity.config_sweep import ROUTES, sweep
+from parity.config_sweep import ROUTES, boundaries, sweep
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
 SUITE.grid(params=[("cli_refusals", {"route": route}) for route in ROUTES], producer=sweep)
+SUITE.grid(params=[("cli_boundaries", {"route": route}) for route in ROUTES], producer=boundaries)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
