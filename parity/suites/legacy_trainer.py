@@ -13,7 +13,7 @@ from typing import Any
 
 from parity import assets, canonical
 from parity.builders import legacy_lr_curve
-from parity.callback_settings import callback_rows
+from parity.legacy_settings import builder_rows, callback_rows
 from parity.cases import REGISTRY
 from parity.e2e import StepRecorder, legacy_debug_run, read_checkpoint
 from parity.legacy_driver import bare_trainer, debug_model, legacy_args, llm_steps, simulated_rank
@@ -182,3 +182,5 @@ SUITE.golden(
 )
 # Each legacy callback's settings from its section: absent, the schema's defaults, each field moved.
 SUITE.golden("legacy_callback_settings", kind="callbacks", producer=callback_rows)
+# The builders' code fallbacks (spec 1.6) and settings no recipe combines.
+SUITE.golden("legacy_builder_fallbacks", kind="builders", producer=builder_rows)

@@ -1,5 +1,5 @@
-"""What each legacy callback makes of its config section: absent, at the schema's defaults, and each
-field moved off its default.
+"""What the legacy trainer makes of its args where the e2e runs never look: the callbacks' sections
+(absent, at the schema's defaults, each field moved) and the builders' code fallbacks.
 
 The legacy callbacks read ``train.<section>`` (else ``<section>``) with ``getattr(cfg, name,
 default)`` (``spec/legacy-trainer.md`` D1 and 13.1), so each setting has two sources: the schema's
@@ -15,7 +15,15 @@ from a bare trainer whose ``args`` is:
 
 A row holds the callback's plain public attributes (numbers, strings, bools, None and lists of
 them) or the one error line its constructor raised, paths under the row's folder as ``<tmp>``.
-Used by the ``legacy_callback_settings`` golden (``parity/suites/legacy_trainer.py``).
+The builders read ``args`` the same way (``spec/legacy-trainer.md`` 1.6 lists their fallbacks,
+some unlike the schema: ``lr`` 1e-4, the sampler's seed 0). ``builder_rows`` runs the optimizer,
+LR scheduler and dataloader steps on a bare trainer whose sections hold no field, and beside it
+the settings a recipe never combines (a ``prefetch_factor`` with no workers): the AdamW
+hyperparameters, the LR curve, and the loader's batch size, workers, prefetch, pinning, sampler
+and gradient accumulation.
+
+Used by the ``legacy_callback_settings`` and ``legacy_builder_fallbacks`` goldens
+(``parity/suites/legacy_trainer.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, Literal
 
-__all__ = ["CALLBACKS", "SECTIONS", "callback_rows", "moved"]
+__all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved"]
 
 # The callbacks ``BaseTrainer._init_callbacks`` builds, by their ``hyper_parallel.trainer.callbacks`` name.
 CALLBACKS = (
@@ -158,3 +166,69 @@ def callback_rows() -> dict[str, Any]:
             shown = value.replace(folder, "<tmp>") if isinstance(value, str) else value
             rows[f"{section}.{spec.name}={shown!r}"] = _built(args, folder)
     return rows
+
+
+# ----------------------------------------------------------------------------- builder fallbacks
+def _bare(train: Any, data: Any, max_steps: int) -> Any:
+    from hyper_parallel.trainer.base import BaseTrainer, TrainerState
+    from hyper_parallel.trainer.parallel_dims import ParallelDims
+
+    trainer = BaseTrainer.__new__(BaseTrainer)
+    trainer.args = SimpleNamespace(train=train, data=data)
+    trainer.state = TrainerState(max_steps=max_steps)
+    trainer.parallel_dims = ParallelDims(world_size=1)
+    return trainer
+
+
+def _optimizer_row(optimizer: Any) -> dict[str, Any]:
+    from torch import nn
+
+    trainer = _bare(SimpleNamespace(optimizer=optimizer), SimpleNamespace(), max_steps=10)
+    trainer.model = nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))
+    trainer._build_optimizer()
+    groups = [{k: v for k, v in g.items() if k != "params"} for g in trainer.optimizer.param_groups]
+    trainer._build_lr_scheduler()
+    curve = []
+    for _ in range(12):
+        curve.append(trainer.lr_scheduler.get_last_lr()[0])
+        trainer.optimizer.step()
+        trainer.lr_scheduler.step()
+    plain = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(g.items()) if _plain(v)} for g in groups]
+    return {"param_groups": plain, "lr_curve": curve}
+
+
+def _loader_row(train: Any, data: Any) -> dict[str, Any] | str:
+    trainer = _bare(train, data, max_steps=4)
+    trainer.train_dataset = [{"input_ids": i} for i in range(16)]
+    trainer.collate_fn = list
+    try:
+        trainer._build_dataloader()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    loader, sampler = trainer.train_dataloader, trainer.sampler
+    return {
+        "batch_size": loader.batch_size,
+        "num_workers": loader.num_workers,
+        "prefetch_factor": loader.prefetch_factor,
+        "pin_memory": loader.pin_memory,
+        "drop_last": loader.drop_last,
+        "sampler": {"shuffle": sampler.shuffle, "seed": sampler.seed, "num_replicas": sampler.num_replicas},
+        "grad_accum": trainer._grad_accum,
+        "first_indices": list(iter(sampler))[:8],
+    }
+
+
+def builder_rows() -> dict[str, Any]:
+    """``{row label: what the step built}``: the optimizer and LR scheduler steps on an empty
+    ``train.optimizer``, then the dataloader step on empty sections and on settings no recipe combines."""
+    ns = SimpleNamespace
+    return {
+        "optimizer: no field": _optimizer_row(ns()),
+        "optimizer: lr only": _optimizer_row(ns(lr=2e-3)),
+        "optimizer: warmup and lr_min only": _optimizer_row(ns(lr_warmup_ratio=0.2, lr_min=1e-5)),
+        "dataloader: no field": _loader_row(ns(), ns()),
+        "dataloader: micro batch 2, no global batch": _loader_row(ns(micro_batch_size=2), ns()),
+        "dataloader: prefetch_factor 2 without workers": _loader_row(ns(), ns(prefetch_factor=2, num_workers=0)),
+        "dataloader: seed 5, shuffle off": _loader_row(ns(seed=5), ns(shuffle=False)),
+        "dataloader: seed 5": _loader_row(ns(seed=5), ns()),
+    }
