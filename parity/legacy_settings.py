@@ -193,7 +193,10 @@ def _optimizer_row(optimizer: Any) -> dict[str, Any]:
         curve.append(trainer.lr_scheduler.get_last_lr()[0])
         trainer.optimizer.step()
         trainer.lr_scheduler.step()
-    plain = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(g.items()) if _plain(v)} for g in groups]
+    plain = [
+        {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(g.items()) if _plain(v)}
+        for g in groups
+    ]
     return {"param_groups": plain, "lr_curve": curve}
 
 
@@ -228,7 +231,9 @@ def builder_rows() -> dict[str, Any]:
         "optimizer: warmup and lr_min only": _optimizer_row(ns(lr_warmup_ratio=0.2, lr_min=1e-5)),
         "dataloader: no field": _loader_row(ns(), ns()),
         "dataloader: micro batch 2, no global batch": _loader_row(ns(micro_batch_size=2), ns()),
-        "dataloader: prefetch_factor 2 without workers": _loader_row(ns(), ns(prefetch_factor=2, num_workers=0)),
+        "dataloader: prefetch_factor 2 without workers": _loader_row(
+            ns(), ns(prefetch_factor=2, num_workers=0)
+        ),
         "dataloader: seed 5, shuffle off": _loader_row(ns(seed=5), ns(shuffle=False)),
         "dataloader: seed 5": _loader_row(ns(seed=5), ns()),
     }

@@ -13,10 +13,10 @@ from typing import Any
 
 from parity import assets, canonical
 from parity.builders import legacy_lr_curve
-from parity.legacy_settings import builder_rows, callback_rows
 from parity.cases import REGISTRY
 from parity.e2e import StepRecorder, legacy_debug_run, read_checkpoint
 from parity.legacy_driver import bare_trainer, debug_model, legacy_args, llm_steps, simulated_rank
+from parity.legacy_settings import builder_rows, callback_rows
 
 # A fixed multilingual text set for the tokenizer case (scripts, emoji, whitespace, empty).
 TOKENIZER_TEXTS = (
