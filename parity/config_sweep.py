@@ -45,8 +45,10 @@ __all__ = [
     "recipe_default",
     "recipe_subcommands",
     "run_parse",
+    "MISUSE",
     "boundaries",
     "boundary_values",
+    "misuse",
     "sweep",
     "sweep_values",
     "union_members",
@@ -339,6 +341,91 @@ def boundaries(route: str) -> dict[str, str]:
                 tokens = legacy_tokens([(field, [value])])
                 rows[" ".join(tokens)] = _line(run_parse(prog, parse, [str(DEBUG_YAML), *tokens]))
     return rows
+
+
+# Command lines that go wrong outside any one value: the shape of the command itself. ``{yaml}``
+# is the debug YAML, ``{missing}`` a file that does not exist.
+MISUSE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "legacy": (
+        (),
+        ("{missing}",),
+        ("{yaml}", "--train.max_steps"),
+        ("{yaml}", "--train.max_step=5"),
+        ("{yaml}", "--zz.not_a_field=1"),
+        ("{yaml}", "train.max_steps=5"),
+        ("{yaml}", "--train.max_steps=5", "--train.max_steps=6"),
+        ("{yaml}", "--train=5"),
+        ("{yaml}", "--help"),
+    ),
+    "new": (
+        (),
+        ("{missing}",),
+        ("--module", "zz_no_module", "--config", "debug"),
+        ("--module", "qwen3_5", "--config", "zz_no_recipe"),
+        ("--module", "qwen3_5"),
+        ("--config", "debug"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr", "1", "2"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lrr", "1"),
+        ("--module", "qwen3_5", "--config", "debug", "--zz.not_a_flag", "1"),
+        ("--module", "qwen3_5", "--config", "debug", "dataloader:zz_no_loader"),
+        ("--module", "qwen3_5", "--config", "debug", "zz_stray"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr", "1", "--optimizer.lr", "2"),
+        ("{yaml}", "--train.max_step=5"),
+        ("{yaml}", "--module", "qwen3_5"),
+        ("--module", "qwen3_5", "--config", "debug", "--help"),
+    ),
+}
+
+
+def misuse(entry: str) -> dict[str, str]:
+    """Each command line of ``MISUSE[entry]``: ``ok``, the status and error line, or for ``--help``
+    the status and the help text's description (its wording, not the layout of the flags)."""
+    if entry not in MISUSE:
+        raise ValueError(f"entry must be one of {', '.join(MISUSE)}, got {entry!r}")
+    prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
+    rows: dict[str, str] = {}
+    with without_debug_env(), _columns(100):
+        for argv in MISUSE[entry]:
+            tokens = [t.format(yaml=DEBUG_YAML, missing=REPO_ROOT / "zz_missing.yaml") for t in argv]
+            label = " ".join(argv) or "(no arguments)"
+            if "--help" in argv:  # printed, then SystemExit(0) as from the real entry point
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                    try:
+                        code = run_main(prog, functools.partial(_parsed, parse, tokens))
+                    except SystemExit as exc:
+                        code = exc.code if isinstance(exc.code, int) else 1
+                rows[label] = f"{code} " + " | ".join(_help_description(out.getvalue()))
+            else:
+                rows[label] = _line(run_parse(prog, parse, tokens)).replace(str(REPO_ROOT), "<repo>")
+    return rows
+
+
+def _help_description(text: str) -> list[str]:
+    """The lines of a help text between its usage paragraph and the flags: the product's own words
+    (the usage line names the running program, the flag boxes are the parser library's layout)."""
+    lines: list[str] = []
+    for paragraph in text.strip().split("\n\n")[1:]:
+        head = paragraph.strip().splitlines()[0].strip(" ╭─│|+-").strip()
+        if head.startswith(("positional arguments", "options")):  # argparse's or tyro's flag list
+            break
+        lines.extend(line.strip() for line in paragraph.splitlines())
+    return lines
+
+
+@contextlib.contextmanager
+def _columns(width: int) -> Iterator[None]:
+    """A fixed terminal width, so help text wraps the same on every machine."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = saved
 
 
 def _line(outcome: Outcome) -> str:

@@ -18,6 +18,11 @@ and 2 (0 and 1 for a float) and the value of each number field beside it in its 
 bound moved by one (``>`` for ``>=``, ``> 1`` for ``> 2``) or a rule between two fields that
 turns at equality (``lr_min`` against ``lr``) changes a row.
 
+The ``cli_misuse`` goldens take the shape of the command itself on each entry point (no arguments, a
+missing file, an unknown module or recipe, a flag without its value or with two, a near-miss and a
+far unknown flag, an unknown subcommand, a stray word, a flag given twice, a YAML file with
+``--module``, and the help text's description).
+
 The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
 reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
 section (status, error line and warnings, through either entry point), and a recipe built in
@@ -28,10 +33,11 @@ Python, each field of each Config node set to one value per class (what the node
 from __future__ import annotations
 
 from parity.cases import REGISTRY
-from parity.config_sweep import ROUTES, boundaries, sweep
+from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, sweep
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
 SUITE.grid(params=[("cli_refusals", {"route": route}) for route in ROUTES], producer=sweep)
 SUITE.grid(params=[("cli_boundaries", {"route": route}) for route in ROUTES], producer=boundaries)
+SUITE.grid(params=[("cli_misuse", {"entry": entry}) for entry in MISUSE], producer=misuse)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
