@@ -58,6 +58,9 @@ def test_cases_are_registered():
         "checkpoint.component_checkpoint_changed_run_settings_rows-steps=2",
         "checkpoint.component_run_folder_states",
         "checkpoint.component_run_folder_states_rows",
+        # initial weights in 16 states x allow_partial_weights (components_weights)
+        "checkpoint.component_weights_states",
+        "checkpoint.component_weights_states_rows",
         # shared HF loading: a folder with extra layers loads like the exact one (shared_relations)
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=1-sharded=false-unknown_keys=false",
         "checkpoint.shared_hf_load_truncation_relation-extra_layers=2-sharded=true-unknown_keys=true",

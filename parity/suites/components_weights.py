@@ -1,0 +1,197 @@
+"""Initial weights in every state a file can arrive in: the legacy loader against ``CheckpointManager``.
+
+``model.weights_path`` takes an HF folder (one ``model.safetensors`` or an index and its shards), a
+DCP folder or a single file, and ``allow_partial_weights`` decides what happens when the file does
+not fit the model. The e2e recipes load one file that fits. Here a reference HF folder of the debug
+model (``parity.e2e.initial_weights``) is reshaped into each state (a tensor missing, many missing,
+one unknown, one of another shape or dtype class, the tied head absent (with its embedding or not), sharded with an
+index, an index with a broken map or a missing shard, a ``config.json`` without a field, a single
+``.safetensors`` file, a ``.pt`` file, a missing path, an empty folder), and each state is loaded
+by both sides with ``allow_partial_weights`` off and on. A row holds the outcome (``ok`` or the
+error line), every warning, and which parameters now hold the file's values (the rest kept their
+random init).
+
+The pair compares the rows legacy against new (the field names made equal: ``train.checkpoint.`` /
+``checkpoint.``); the golden holds the new side's rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from parity.case_log import warnings_of
+from parity.cases import REGISTRY
+from parity.legacy_driver import bare_trainer, debug_model, legacy_args
+
+SUITE = REGISTRY.suite(tags=("checkpoint",), seed=0)
+_FILE_SEED = 17  # the weights in the file
+_MODEL_SEED = 3  # the model they are loaded into (its random init)
+
+
+def _tensors(folder: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _rewrite(folder: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Path:
+    from safetensors.torch import save_file
+
+    tensors = change(_tensors(folder))
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(folder / "model.safetensors"))
+    return folder
+
+
+def _without(*names: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda t: {k: v for k, v in t.items() if k not in names}
+
+
+def _first_keys(folder: Path, n: int) -> list[str]:
+    """The first ``n`` layer tensors of the file (the tied embedding and head are rows of their own)."""
+    return sorted(k for k in _tensors(folder) if ".layers." in k)[:n]
+
+
+def _sharded(folder: Path, *, weight_map: Any = None, drop_shard: bool = False) -> Path:
+    from safetensors.torch import save_file
+
+    tensors = _tensors(folder)
+    (folder / "model.safetensors").unlink()
+    names = sorted(tensors)
+    halves = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in halves.items():
+        save_file({k: tensors[k].contiguous() for k in keys}, str(folder / shard))
+    index = {shard: keys for shard, keys in halves.items()}
+    mapping = {k: shard for shard, keys in index.items() for k in keys} if weight_map is None else weight_map
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": mapping}))
+    if drop_shard:
+        (folder / "model-00002-of-00002.safetensors").unlink()
+    return folder
+
+
+def _single(folder: Path, suffix: str) -> Path:
+    """The folder's safetensors file, or the same model's state dict saved as a ``.pt`` file."""
+    import torch
+
+    if suffix == ".safetensors":
+        return folder / "model.safetensors"
+    path = folder.parent / f"weights{suffix}"
+    torch.save(debug_model(_FILE_SEED).state_dict(), path)
+    return path
+
+
+def _make_states() -> dict[str, Callable[[Path], Path]]:
+    import torch
+
+    def reshaped(t: dict[str, Any]) -> dict[str, Any]:
+        name = sorted(k for k in t if k.endswith("norm.weight"))[0]
+        return {**t, name: torch.zeros(t[name].shape[0] + 1)}
+
+    def integer(t: dict[str, Any]) -> dict[str, Any]:
+        name = sorted(k for k in t if k.endswith("norm.weight"))[0]
+        return {**t, name: torch.zeros(t[name].shape, dtype=torch.int32)}
+
+    def config_without_vocab(folder: Path) -> Path:
+        config = json.loads((folder / "config.json").read_text())
+        config.pop("vocab_size", None)
+        (folder / "config.json").write_text(json.dumps(config))
+        return folder
+
+    return {
+        "fits": lambda f: f,
+        "one layer tensor missing": lambda f: _rewrite(f, _without(_first_keys(f, 1)[0])),
+        "five layer tensors missing": lambda f: _rewrite(f, _without(*_first_keys(f, 5))),
+        "an unknown tensor": lambda f: _rewrite(f, lambda t: {**t, "model.extra.weight": torch.ones(2)}),
+        "a tensor of another shape": lambda f: _rewrite(f, reshaped),
+        "an integer tensor": lambda f: _rewrite(f, integer),
+        "tied head absent": lambda f: _rewrite(f, _without("lm_head.weight")),
+        "tied head and embedding absent": lambda f: _rewrite(
+            f, _without("lm_head.weight", *(k for k in _tensors(f) if k.endswith("embed_tokens.weight")))
+        ),
+        "sharded with an index": lambda f: _sharded(f),
+        "index map is a list": lambda f: _sharded(f, weight_map=["model-00001-of-00002.safetensors"]),
+        "index names a missing shard": lambda f: _sharded(f, drop_shard=True),
+        "config.json without vocab_size": config_without_vocab,
+        "a .safetensors file": lambda f: _single(f, ".safetensors"),
+        "a .pt file": lambda f: _single(f, ".pt"),
+        "a path that does not exist": lambda f: f / "nothing_here",
+        "an empty folder": lambda f: (shutil.rmtree(f), f.mkdir(), f)[2],
+    }
+
+
+STATES = _make_states()
+
+
+def _loader(side: str, allow_partial: bool, model: Any, out: str) -> Callable[[str], None]:
+    """``side``'s weights loader over ``model`` (built outside the row's try: a harness slip raises)."""
+    if side == "legacy":
+        args = legacy_args(f"--train.checkpoint.allow_partial_weights={str(allow_partial).lower()}")
+        return bare_trainer(args, model=model)._load_weights
+    from hyper_parallel.components.checkpoint import CheckpointManager
+    from hyper_parallel.models.spec import get_spec
+
+    config = CheckpointManager.Config(output_dir=out, save_steps=0, allow_partial_weights=allow_partial)
+    manager = config.build(
+        model_parts=[model],
+        optimizers=None,
+        lr_schedulers=None,
+        dataloader=None,
+        sd_adapter=get_spec("qwen3_5").state_dict_adapter,
+    )
+    return manager.load_weights
+
+
+def _loaded(model: Any, before: dict[str, Any]) -> list[str]:
+    """The parameters whose values changed from the random init (the ones the file set)."""
+    import torch
+
+    return sorted(k for k, v in model.state_dict().items() if not torch.equal(v, before[k]))
+
+
+def _sweep(side: str) -> dict[str, Any]:
+    from parity.e2e import initial_weights
+
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-weights-") as tmp:
+        for n, (name, make) in enumerate(STATES.items()):
+            for allow_partial in (False, True):
+                folder = initial_weights(Path(tmp, f"{n}-{allow_partial}", "weights"), seed=_FILE_SEED)
+                path = str(make(folder))
+                model = debug_model(_MODEL_SEED)
+                before = {k: v.clone() for k, v in model.state_dict().items()}
+                load = _loader(side, allow_partial, model, str(Path(tmp, f"{n}-{allow_partial}", "out")))
+                with warnings_of() as warned:
+                    try:
+                        load(path)
+                        outcome = "ok"
+                    except Exception as exc:  # a refusal is the row's outcome
+                        outcome = f"{type(exc).__name__}: {exc}"
+
+                def clean(text: str, _tmp: str = tmp) -> str:
+                    text = " ".join(text.replace(_tmp, "<tmp>").split())
+                    return text.replace("train.checkpoint.", "checkpoint.")
+
+                rows[f"{name}, allow_partial_weights={allow_partial}"] = {
+                    "outcome": clean(outcome),
+                    "warnings": [clean(w) for w in warned],
+                    "loaded": _loaded(model, before),
+                }
+    return rows
+
+
+def legacy_weights_states() -> dict[str, Any]:
+    return _sweep("legacy")
+
+
+def manager_weights_states() -> dict[str, Any]:
+    return _sweep("new")
+
+
+SUITE.pair(
+    "component_weights_states", kind="checkpoint", legacy=legacy_weights_states, new=manager_weights_states
+)
+SUITE.golden("component_weights_states_rows", kind="checkpoint", producer=manager_weights_states)
