@@ -912,7 +912,10 @@ OUTPUTS: tuple[Output, ...] = (
         "(component_checkpoint_damaged, legacy against new with the field prefix made equal, and "
         "component_checkpoint_damaged_rows), of changed run settings "
         "(component_checkpoint_changed_run_settings and _rows) and of each state of the run "
-        "folder (component_run_folder_states and _rows); "
+        "folder (component_run_folder_states and _rows), of initial weights in 16 states of the "
+        "file x allow_partial_weights (component_weights_states and _rows, with the warning of a "
+        "partial load), the shape of each command (cli_misuse) and number fields where checks "
+        "turn (cli_boundaries); "
         "tests/torch/legacy_trainer/test_refused_inputs_cli.py and test_bad_input_table.py check the rest",
     ),
     Output(
