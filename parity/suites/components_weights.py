@@ -17,6 +17,7 @@ The pair compares the rows legacy against new (the field names made equal: ``tra
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import tempfile
@@ -187,11 +188,22 @@ def legacy_weights_states() -> dict[str, Any]:
     return _sweep("legacy")
 
 
+@functools.cache
 def manager_weights_states() -> dict[str, Any]:
+    """The new side's rows, swept once per process: the pair and the golden read the same rows."""
     return _sweep("new")
 
 
 SUITE.pair(
-    "component_weights_states", kind="checkpoint", legacy=legacy_weights_states, new=manager_weights_states
+    "component_weights_states",
+    kind="checkpoint",
+    legacy=legacy_weights_states,
+    new=manager_weights_states,
+    share="weights_states",
 )
-SUITE.golden("component_weights_states_rows", kind="checkpoint", producer=manager_weights_states)
+SUITE.golden(
+    "component_weights_states_rows",
+    kind="checkpoint",
+    producer=manager_weights_states,
+    share="weights_states",
+)
