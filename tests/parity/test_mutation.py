@@ -7,6 +7,7 @@ what a mutant is, where it sits and how it counts are checked on small inputs.
 from __future__ import annotations
 
 import io
+import json
 import textwrap
 from pathlib import Path
 
@@ -390,11 +391,22 @@ def test_function_selects_its_mutants_and_cases_restrict_the_groups(tmp_path):
         return Mutant(name, f"mod.x_{qualname}", "hyper_parallel/a.py", qualname, 1, 1, "op", "", "", name)
 
     pool = [mutant("m0", "f"), mutant("m1", "Box.size"), mutant("m2", "f")]
-    args = argparse.Namespace(module=[], changed=None, function=["hyper_parallel/a.py:f"])
+    args = argparse.Namespace(module=[], changed=None, function=["hyper_parallel/a.py:f"], survivors_of=None)
     console = Console(file=io.StringIO())
     assert [m.name for m in runner.select(pool, args, console, tmp_path)] == ["m0", "m2"]
     args.function = ["hyper_parallel/a.py:g"]
     with pytest.raises(SystemExit, match="--function hyper_parallel/a.py:g: no mutants in that function"):
+        runner.select(pool, args, console, tmp_path)
+
+    # --survivors-of: the mutants a report did not kill, those that still exist
+    report = tmp_path / "mutation.json"
+    report.write_text(json.dumps({"survivors": [{"key": "m1"}, {"key": "gone"}]}))
+    args.function, args.survivors_of = [], report
+    assert [m.name for m in runner.select(pool, args, console, tmp_path)] == ["m1"]
+    report.write_text("{}")
+    with pytest.raises(
+        SystemExit, match="--survivors-of .*: expected a mutation.json with a 'survivors' list"
+    ):
         runner.select(pool, args, console, tmp_path)
 
     groups = [Group("g0", ["suite.cheap_case"], 1.0), Group("g1", ["suite.new_case-x=1"], 2.0)]
