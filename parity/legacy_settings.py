@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, Literal
 
+from hyper_parallel.trainer.callbacks.base import SECTION_NAMES
+
 __all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved"]
 
 # The callbacks ``BaseTrainer._init_callbacks`` builds, by their ``hyper_parallel.trainer.callbacks`` name.
@@ -54,18 +56,8 @@ CALLBACKS = (
     "MemoryMonitorCallback",
     "GCCallback",
 )
-# The sections of ``train:`` the callbacks read (``_sub_cfg`` names).
-SECTIONS = (
-    "logging",
-    "checkpoint",
-    "eval",
-    "profile",
-    "wandb",
-    "tensorboard",
-    "memory_monitor",
-    "moe_monitor",
-    "debug",
-)
+# The sections of ``train:`` the callbacks read (``_sub_cfg`` names): the product's own list.
+SECTIONS = SECTION_NAMES
 _PLAIN = (str, int, float, bool, type(None))
 
 

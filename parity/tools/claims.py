@@ -299,6 +299,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "legacy_debug_recipe_metric_keys": ("shared_dummy_ids_from_one",),
     "legacy_dummy_batches": ("shared_dummy_ids_from_one",),
     "legacy_multilingual": ("legacy_tok_pad_from_unk",),
+    "log.trainer_log-recipe=dp2_padded": ("step_clip_decay_group_only",),
     "long_curve": ("step_clip_decay_group_only",),
     "long_lr": ("lrsched_lr_min_as_ratio",),
     "losses.component_loss_ignore_index_vs_legacy-batch=2-chunks=0-data_seed=7-ignore=random-ignore_index=-1-seq=16": (
