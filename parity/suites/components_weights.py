@@ -96,6 +96,11 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         name = sorted(k for k in t if k.endswith("norm.weight"))[0]
         return {**t, name: torch.zeros(t[name].shape, dtype=torch.int32)}
 
+    def emptied(folder: Path) -> Path:
+        shutil.rmtree(folder)
+        folder.mkdir()
+        return folder
+
     def config_without_vocab(folder: Path) -> Path:
         config = json.loads((folder / "config.json").read_text())
         config.pop("vocab_size", None)
@@ -120,7 +125,7 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a .safetensors file": lambda f: _single(f, ".safetensors"),
         "a .pt file": lambda f: _single(f, ".pt"),
         "a path that does not exist": lambda f: f / "nothing_here",
-        "an empty folder": lambda f: (shutil.rmtree(f), f.mkdir(), f)[2],
+        "an empty folder": emptied,
     }
 
 
