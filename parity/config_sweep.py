@@ -25,6 +25,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, Union
+from unittest import mock
 
 from hyper_parallel.entry import DEBUG_ENV, run_main
 from parity.legacy_driver import DEBUG_YAML, REPO_ROOT
@@ -385,7 +386,8 @@ def misuse(entry: str) -> dict[str, str]:
         raise ValueError(f"entry must be one of {', '.join(MISUSE)}, got {entry!r}")
     prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
     rows: dict[str, str] = {}
-    with without_debug_env(), _columns(100):
+    # A fixed terminal width, so help text wraps the same on every machine.
+    with without_debug_env(), mock.patch.dict(os.environ, {"COLUMNS": "100"}):
         for argv in MISUSE[entry]:
             tokens = [t.format(yaml=DEBUG_YAML, missing=REPO_ROOT / "zz_missing.yaml") for t in argv]
             label = " ".join(argv) or "(no arguments)"
@@ -412,20 +414,6 @@ def _help_description(text: str) -> list[str]:
             break
         lines.extend(line.strip() for line in paragraph.splitlines())
     return lines
-
-
-@contextlib.contextmanager
-def _columns(width: int) -> Iterator[None]:
-    """A fixed terminal width, so help text wraps the same on every machine."""
-    saved = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = str(width)
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = saved
 
 
 def _line(outcome: Outcome) -> str:

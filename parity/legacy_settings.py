@@ -36,6 +36,7 @@ import typing
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, Literal
+from unittest import mock
 
 from hyper_parallel.trainer.callbacks.base import SECTION_NAMES
 
@@ -110,20 +111,10 @@ def _section_fields(train_args: Any) -> Iterator[tuple[str, dataclasses.Field, A
 @contextlib.contextmanager
 def _row_folder() -> Iterator[str]:
     """A fresh working folder per row (W&B and relative output folders land there)."""
-    cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="parity-callbacks-") as folder:
         real = os.path.realpath(folder)
-        old = os.environ.get("WANDB_DIR")
-        os.environ["WANDB_DIR"] = real
-        os.chdir(real)
-        try:
+        with mock.patch.dict(os.environ, {"WANDB_DIR": real}), contextlib.chdir(real):
             yield real
-        finally:
-            os.chdir(cwd)
-            if old is None:
-                os.environ.pop("WANDB_DIR", None)
-            else:
-                os.environ["WANDB_DIR"] = old
 
 
 def _built(args: Any, folder: str) -> dict[str, Any]:
