@@ -14,7 +14,9 @@ from a bare trainer whose ``args`` is:
   off its default (a bool flipped, a number moved, another ``Literal`` member, a string changed).
 
 A row holds the callback's plain public attributes (numbers, strings, bools, None and lists of
-them) or the one error line its constructor raised, paths under the row's folder as ``<tmp>``.
+them) or the one error line its constructor raised, paths under the row's folder as ``<tmp>``, and
+``(automatic gc)`` where the constructor turned the interpreter's automatic collection off or on
+(switched back after each callback, so the process running the harness goes on as it was).
 The builders read ``args`` the same way (``spec/legacy-trainer.md`` 1.6 lists their fallbacks,
 some unlike the schema: ``lr`` 1e-4, the sampler's seed 0). ``builder_rows`` runs the optimizer,
 LR scheduler and dataloader steps on a bare trainer whose sections hold no field, and beside it
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import tempfile
 import typing
@@ -123,10 +126,15 @@ def _built(args: Any, folder: str) -> dict[str, Any]:
     trainer = SimpleNamespace(args=args, state=SimpleNamespace(global_step=0, max_steps=0))
     row: dict[str, Any] = {}
     for name in CALLBACKS:
+        gc_was_on = gc.isenabled()
         try:
             row[name] = _state(getattr(callbacks, name)(trainer), folder)
+            if gc.isenabled() != gc_was_on:  # a process-wide switch the constructor threw
+                row[name]["(automatic gc)"] = gc.isenabled()
         except Exception as exc:
             row[name] = f"{type(exc).__name__}: {' '.join(str(exc).replace(folder, '<tmp>').split())}"
+        finally:
+            (gc.enable if gc_was_on else gc.disable)()  # the harness's process goes on as it was
     return row
 
 

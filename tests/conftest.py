@@ -111,6 +111,33 @@ def _deterministic_session():
     )
 
 
+@pytest.fixture(autouse=True)
+def _process_globals_restored():
+    """Each test starts with the process-wide switches a fresh process has: automatic GC on and the
+    root logger's handlers as they were. Code under test may flip them (the legacy GC callback turns
+    GC off in its constructor; ``hyper_parallel.train.main`` replaces the root handlers with one on
+    the stderr pytest captured for that test, closed after it), and a later test on the same xdist
+    worker would otherwise see it: a result that depends on the test order."""
+    import gc
+    import logging
+
+    def own(handlers: list[logging.Handler]) -> list[logging.Handler]:
+        # pytest's own handlers come and go with each phase of the test: left to pytest
+        return [h for h in handlers if not type(h).__module__.startswith("_pytest")]
+
+    root = logging.getLogger()
+    handlers, level = own(root.handlers), root.level
+    yield
+    gc.enable()
+    root.setLevel(level)
+    for handler in own(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+
+
 @pytest.fixture
 def gloo_world(monkeypatch):
     """A 1-rank gloo process group on a free loopback port, torn down after the test."""
