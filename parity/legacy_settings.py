@@ -11,7 +11,8 @@ from a bare trainer whose ``args`` is:
 - ``absent``: no section at all (the callback's fallbacks);
 - ``defaults``: the schema's defaults (``LegacyTrainerArgs()``);
 - ``<section>.<field>=<value>``: the defaults with one field of a section the callbacks read moved
-  off its default (a bool flipped, a number moved, another ``Literal`` member, a string changed).
+  off its default (a bool flipped, a number moved, another ``Literal`` member, a string changed),
+  and each number field at 0 as well (where ``x or fallback`` and ``x > 0`` turn).
 
 A row holds the callback's plain public attributes (numbers, strings, bools, None and lists of
 them) or the one error line its constructor raised, paths under the row's folder as ``<tmp>``, and
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import itertools
 import os
 import tempfile
 import typing
@@ -43,7 +45,7 @@ from unittest import mock
 
 from hyper_parallel.trainer.callbacks.base import SECTION_NAMES
 
-__all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved"]
+__all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved", "values_off_default"]
 
 # The callbacks ``BaseTrainer._init_callbacks`` builds, by their ``hyper_parallel.trainer.callbacks`` name.
 CALLBACKS = (
@@ -82,6 +84,16 @@ def moved(annotation: Any, default: Any, folder: str) -> Any:
     if isinstance(default, str) or annotation is str:
         return os.path.join(folder, f"moved_{default or 'value'}")
     return None
+
+
+def values_off_default(annotation: Any, default: Any, folder: str) -> list[Any]:
+    """``moved``'s value, and for a number field 0 where it is not the default: the value where
+    ``x or fallback`` and ``x > 0`` switch (a save interval of 0 turns saving off)."""
+    values = [v for v in (moved(annotation, default, folder),) if v is not None]
+    kinds = {a for a in (annotation, *typing.get_args(annotation)) if a in (int, float)}
+    if kinds and not isinstance(default, bool) and default != 0 and 0 not in values:
+        values.append(0)
+    return values
 
 
 def _plain(value: Any) -> bool:
@@ -148,14 +160,20 @@ def callback_rows() -> dict[str, Any]:
     with _row_folder() as folder:
         rows["defaults"] = _built(LegacyTrainerArgs(), folder)
     for section, spec, annotation in _section_fields(LegacyTrainerArgs().train):
-        with _row_folder() as folder:
-            args = LegacyTrainerArgs()
-            value = moved(annotation, getattr(getattr(args.train, section), spec.name), folder)
-            if value is None:
-                continue
-            setattr(getattr(args.train, section), spec.name, value)
-            shown = value.replace(folder, "<tmp>") if isinstance(value, str) else value
-            rows[f"{section}.{spec.name}={shown!r}"] = _built(args, folder)
+        default = getattr(getattr(LegacyTrainerArgs().train, section), spec.name)
+        for index in itertools.count():  # each value in a fresh folder, as each row is built
+            with _row_folder() as folder:
+                values = values_off_default(annotation, default, folder)
+                if index >= len(values):
+                    break
+                args = LegacyTrainerArgs()
+                setattr(getattr(args.train, section), spec.name, values[index])
+                shown = (
+                    values[index].replace(folder, "<tmp>")
+                    if isinstance(values[index], str)
+                    else values[index]
+                )
+                rows[f"{section}.{spec.name}={shown!r}"] = _built(args, folder)
     return rows
 
 

@@ -330,7 +330,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1), help="mutants at once")
     p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
-    p.add_argument("--list", action="store_true", help="list the selected mutants and stop")
+    p.add_argument("--list", action="store_true", help="list the mutants a run would run (with --sample, the drawn ones, in order) and stop")
     p.add_argument(
         "--resume",
         action="store_true",
@@ -375,11 +375,6 @@ def main(args: argparse.Namespace, console: Console) -> int:
     tree, mutants = ws.mutants(console, jobs=args.jobs)
     reviewed = score.Reviewed.load(score.REVIEWED_FILE)
     scope = select(mutants, args, console, repo)
-    if args.list:
-        for m in scope:
-            console.print(f"{m.location()}  {m.operator}  [dim]{m.key}[/]", highlight=False, markup=True)
-        console.print(f"{len(scope)} mutants")
-        return 0
     listed = [m for m in scope if reviewed.get(m.key) is not None]
     pool = [m for m in scope if reviewed.get(m.key) is None]
     population = len(pool)
@@ -387,6 +382,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
         # Drawn order, not file order: a run stopped early (by --budget, or by hand) is still a
         # uniform sample of what it ran.
         pool = random.Random(args.seed).sample(pool, min(args.sample or len(pool), len(pool)))
+    if args.list:  # what a run of these arguments would run, in its order
+        for m in pool:
+            console.print(f"{m.location()}  {m.operator}  [dim]{m.key}[/]", highlight=False, markup=True)
+        console.print(f"{len(pool)} mutants ({len(listed)} more in scope are listed in {score.REVIEWED_FILE.name})")
+        return 0
     partial = args.report_dir / "mutation.partial.jsonl"
     done: list[dict[str, Any]] = []
     if args.resume:  # the same selection again: skip what the stopped run already judged
