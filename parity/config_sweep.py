@@ -55,6 +55,8 @@ __all__ = [
     "union_members",
     "walk",
     "without_debug_env",
+    "YAML_FILES",
+    "yaml_files",
 ]
 
 RECIPE = ("--module", "qwen3_5", "--config", "debug")
@@ -401,6 +403,66 @@ def misuse(entry: str) -> dict[str, str]:
                 rows[label] = f"{code} " + " | ".join(_help_description(out.getvalue()))
             else:
                 rows[label] = _line(run_parse(prog, parse, tokens)).replace(str(REPO_ROOT), "<repo>")
+    return rows
+
+
+# The debug recipe's YAML file changed in one way each: what either entry point reads from a file
+# rather than from flags (its parser, the top-level and section checks, the lenient unknown keys).
+_BASE_YAML = DEBUG_YAML.read_text(encoding="utf-8")
+YAML_FILES: dict[str, str] = {
+    "not valid YAML": "model: {name: qwen3_5\ntrain: [\n",
+    "a list at the top": "- model\n- train\n",
+    "only a comment": "# no settings\n",
+    "two unknown top-level keys": _BASE_YAML + "zz_one: 1\nzz_two: 2\n",
+    "a top-level key that moved": _BASE_YAML + "optim: {lr: 0.5}\n",
+    "a section that is not a mapping": _BASE_YAML.replace("data: {type: dummy, max_seq_len: 64}", "data: 5"),
+    "a null section": _BASE_YAML.replace("data: {type: dummy, max_seq_len: 64}", "data:"),
+    "an unknown key before known ones": _BASE_YAML.replace(
+        "  max_steps: 20\n", "  zz_unknown: 1\n  max_steps: 7\n"
+    ),
+    "a near-miss key in a section": _BASE_YAML.replace("  max_steps: 20\n", "  max_step: 7\n"),
+    "a duplicate key": _BASE_YAML.replace("  max_steps: 20\n", "  max_steps: 20\n  max_steps: 7\n"),
+    "a string where a number goes": _BASE_YAML.replace("  max_steps: 20\n", "  max_steps: seven\n"),
+    "a mapping where a number goes": _BASE_YAML.replace("  max_steps: 20\n", "  max_steps: {a: 1}\n"),
+    "a number as a key": _BASE_YAML.replace("  max_steps: 20\n", "  max_steps: 20\n  5: x\n"),
+}
+# What a file that parses set, per entry point: the values the variants above move.
+_PROBES = {
+    "legacy": ("train.max_steps", "data.max_seq_len", "train.optimizer.lr"),
+    "new": ("training.steps", "training.seq_len", "optimizer.lr"),
+}
+
+
+def yaml_files(entry: str) -> dict[str, str]:
+    """Each file of ``YAML_FILES`` through ``entry``'s parse step: the status and error line, or
+    ``ok`` with the probed values; and the warnings the parse logged, paths as ``<file>``."""
+    import logging
+    import tempfile
+
+    if entry not in _PROBES:
+        raise ValueError(f"entry must be one of {', '.join(_PROBES)}, got {entry!r}")
+    prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
+    rows: dict[str, str] = {}
+    with without_debug_env(), tempfile.TemporaryDirectory(prefix="parity-yaml-") as folder:
+        for label, text in YAML_FILES.items():
+            path = os.path.join(folder, "train.yaml")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            warned: list[str] = []
+            handler = logging.Handler(logging.WARNING)
+            handler.emit = lambda record, warned=warned: warned.append(record.getMessage())  # type: ignore[method-assign]
+            product = logging.getLogger("hyper_parallel")
+            product.addHandler(handler)
+            parsed: list[Any] = []
+            try:
+                outcome = run_parse(prog, lambda argv, parsed=parsed: parsed.append(parse(argv)), [path])
+            finally:
+                product.removeHandler(handler)
+            line = _line(outcome)
+            if line == "ok" and parsed:
+                line += " " + " ".join(f"{p}={_current(parsed[0], p)!r}" for p in _PROBES[entry])
+            line += "".join(f" | warning: {w}" for w in warned)
+            rows[label] = " ".join(line.replace(path, "<file>").replace(folder, "<tmp>").split())
     return rows
 
 

@@ -23,6 +23,12 @@ missing file, an unknown module or recipe, a flag without its value or with two,
 far unknown flag, an unknown subcommand, a stray word, a flag given twice, a YAML file with
 ``--module``, and the help text's description).
 
+The ``cli_yaml_files`` goldens take the shape of the YAML file on each entry point: not YAML, a
+list or nothing at the top, unknown and moved top-level keys, a section that is a number or null, an
+unknown or near-miss key before the known ones of a section, a duplicate key, a key that is a
+number, a string or a mapping where a number goes (the error line, or ``ok`` with the values the
+file moved, and the warnings).
+
 The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
 reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
 section (status, error line and warnings, through either entry point), and a recipe built in
@@ -33,11 +39,12 @@ Python, each field of each Config node set to one value per class (what the node
 from __future__ import annotations
 
 from parity.cases import REGISTRY
-from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, sweep
+from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, sweep, yaml_files
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
 SUITE.grid(params=[("cli_refusals", {"route": route}) for route in ROUTES], producer=sweep)
 SUITE.grid(params=[("cli_boundaries", {"route": route}) for route in ROUTES], producer=boundaries)
 SUITE.grid(params=[("cli_misuse", {"entry": entry}) for entry in MISUSE], producer=misuse)
+SUITE.grid(params=[("cli_yaml_files", {"entry": entry}) for entry in MISUSE], producer=yaml_files)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)

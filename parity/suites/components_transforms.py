@@ -17,8 +17,9 @@ the records without a response are dropped instead: ``_kept_cells``).
 
 - tier A: the legacy data steps against the dataloader component on the grid for six windows, plus
   the Human/Assistant template and the same file read as hf_datasets text (``text_key=output``);
-- tier B: the component on a small grid at windows 8 and 22: it catches a change of the shared
-  transform, which moves both sides of a tier A pair at once.
+- tier B: the component on a small grid at windows 8 and 22, the Human/Assistant template on it at
+  16, and the plain text of ``output`` at 8: it catches a change of the shared transform, which
+  moves both sides of a tier A pair at once.
 
 Artifact: ``{cell: {input_ids, labels}}`` (``p<prompt>[i]_r<response>``, ``i`` for a split
 prompt), the kept row count and the training steps.
@@ -139,8 +140,12 @@ REGISTRY.grid(
     new=new_grid,
 )
 
-TRANSFORM_GOLDENS: tuple[dict[str, Any], ...] = tuple(
-    {"data": "alpaca_grid_small", "seq": seq} for seq in (8, 22)
+TRANSFORM_GOLDENS: tuple[dict[str, Any], ...] = (
+    *({"data": "alpaca_grid_small", "seq": seq} for seq in (8, 22)),
+    # The other two transforms, which the masked grid never reaches: the Human/Assistant text and
+    # plain text truncated to the window (responses up to 30 tokens at a window of 8).
+    {"data": "alpaca_grid_small", "seq": 16, "template": "alpaca"},
+    {"data": "alpaca_grid_as_text", "seq": 8, "text_key": "output"},
 )
 REGISTRY.grid(
     "transform_grid_golden",

@@ -24,6 +24,7 @@ from typing import Any
 
 from parity import canonical
 from parity.cases import REGISTRY
+from parity.parallel_layouts import layout_rows
 
 __all__ = ["exact_folder_load", "larger_folder_load"]
 
@@ -126,3 +127,7 @@ REGISTRY.grid(
     legacy=exact_folder_load,
     new=larger_folder_load,
 )
+
+# ParallelDims over every layout, world size and model shape, by both trainers' routes
+# (``parity/parallel_layouts.py``): shared code, so a golden, not a pair.
+REGISTRY.golden("parallel_layouts", kind="layouts", producer=layout_rows, tags=("parallel",))

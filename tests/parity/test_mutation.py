@@ -425,3 +425,19 @@ def test_function_selects_its_mutants_and_cases_restrict_the_groups(tmp_path):
     runner._run_one(pool[0], cmap, Launcher(), killers, None, ("new_case",))
     runner._run_one(pool[0], cmap, Launcher(), killers, None)
     assert seen == [[["suite.new_case-x=1"]], [["suite.cheap_case"], ["suite.new_case-x=1"]]]
+
+
+def test_a_stopped_run_leaves_no_mutant_running(tmp_path):
+    """close() (run on Ctrl-C or SIGTERM) kills the children in flight and refuses new ones."""
+    import subprocess
+    import sys
+
+    from parity.tools.mutation.runner import _Launcher
+
+    launcher = _Launcher(tree=tmp_path, env={}, logs=tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    launcher._track(child)
+    launcher.close()
+    assert child.poll() is not None
+    with pytest.raises(SystemExit):
+        launcher._track(child)

@@ -253,18 +253,25 @@ def measure(
             [sys.executable, "-c", CHILD_CODE, str(spec_path)],
             cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
         )))  # fmt: skip
-    for shard, out, log, proc in procs:
-        proc.wait()
-        log.close()
-        if not out.exists():
-            raise RuntimeError(f"the coverage map's run wrote no result: see {log.name} in {folder}")
-        verdict = json.loads(out.read_text(encoding="utf-8"))
-        if len(verdict["groups"]) != len(shard):
-            raise RuntimeError(
-                f"the coverage map's run stopped early ({verdict.get('evidence')}): see {folder}"
-            )
-        for g, result in zip(shard, verdict["groups"]):
-            g.seconds, g.status = float(result["seconds"]), result["status"]
+    try:
+        for shard, out, log, proc in procs:
+            proc.wait()
+            log.close()
+            if not out.exists():
+                raise RuntimeError(f"the coverage map's run wrote no result: see {log.name} in {folder}")
+            verdict = json.loads(out.read_text(encoding="utf-8"))
+            if len(verdict["groups"]) != len(shard):
+                raise RuntimeError(
+                    f"the coverage map's run stopped early ({verdict.get('evidence')}): see {folder}"
+                )
+            for g, result in zip(shard, verdict["groups"]):
+                g.seconds, g.status = float(result["seconds"]), result["status"]
+    finally:  # stopped (Ctrl-C, SIGTERM, a failed shard): the other shards stop too
+        for _, _, log, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
     cov = coverage.Coverage(data_file=str(folder / "data" / ".coverage"), config_file=str(rc))
     cov.combine([str(folder / "data")], keep=False)
     data = cov.get_data()

@@ -21,11 +21,13 @@ folder, and to ``parity report --html``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import queue
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,6 +87,32 @@ class _Launcher:
     logs: Path
     starter: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _live: set[Any] = field(default_factory=set)  # children in flight: killed by close()
+    _closed: bool = False
+
+    def close(self) -> None:
+        """Kill the children still running (a stopped run must not leave mutants running)."""
+        with self._lock:
+            self._closed = True
+            live, self._live = list(self._live), set()
+        for child in live:
+            with contextlib.suppress(OSError):
+                if isinstance(child, subprocess.Popen):
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                else:
+                    child.kill()
+                    child.wait(30)
+
+    def _track(self, child: Any) -> None:
+        with self._lock:
+            if self._closed:
+                raise SystemExit(143)  # the run is stopping: no new child
+            self._live.add(child)
+
+    def _untrack(self, child: Any) -> None:
+        with self._lock:
+            self._live.discard(child)
 
     def run(self, spec: dict[str, Any], *, fresh: bool, timeout: float) -> tuple[dict[str, Any] | None, bool]:
         """(verdict or None, timed_out)."""
@@ -100,11 +128,15 @@ class _Launcher:
             except WarmStartError:
                 fresh = True
             else:
-                status = child.wait(timeout)
-                if status is None:
-                    child.kill()
-                    child.wait(30)
-                    return None, True
+                self._track(child)
+                try:
+                    status = child.wait(timeout)
+                    if status is None:
+                        child.kill()
+                        child.wait(30)
+                        return None, True
+                finally:
+                    self._untrack(child)
         if fresh:
             with open(log, "wb") as out:
                 proc = subprocess.Popen(
@@ -115,12 +147,15 @@ class _Launcher:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
+            self._track(proc)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 return None, True
+            finally:
+                self._untrack(proc)
         out_path = Path(spec["out"])
         if not out_path.exists():
             return None, False
@@ -330,7 +365,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1), help="mutants at once")
     p.add_argument("--report-dir", type=Path, default=DEFAULT_REPORT_DIR, help="where mutation.json goes")
     p.add_argument("--work", type=Path, default=Path(".mutation"), help="cache folder (tree, map, logs)")
-    p.add_argument("--list", action="store_true", help="list the mutants a run would run (with --sample, the drawn ones, in order) and stop")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the mutants a run would run (with --sample, the drawn ones, in order) and stop",
+    )
     p.add_argument(
         "--resume",
         action="store_true",
@@ -368,7 +407,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the children
+
+
 def main(args: argparse.Namespace, console: Console) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     repo = Path.cwd()
     ws = Workspace(repo, args.work)
     t0 = time.perf_counter()
@@ -385,7 +430,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.list:  # what a run of these arguments would run, in its order
         for m in pool:
             console.print(f"{m.location()}  {m.operator}  [dim]{m.key}[/]", highlight=False, markup=True)
-        console.print(f"{len(pool)} mutants ({len(listed)} more in scope are listed in {score.REVIEWED_FILE.name})")
+        console.print(
+            f"{len(pool)} mutants ({len(listed)} more in scope are listed in {score.REVIEWED_FILE.name})"
+        )
         return 0
     partial = args.report_dir / "mutation.partial.jsonl"
     done: list[dict[str, Any]] = []
@@ -441,6 +488,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
                 "(in drawn order: a uniform sample of the selection); `--resume` runs the rest"
             )
     finally:
+        launcher.close()  # Ctrl-C or SIGTERM: no mutant keeps running after the run
         starter.close()
     result = score.Result(
         verdicts=sorted([*done, *(v.to_dict() for v in verdicts)], key=lambda v: v["name"]),
