@@ -20,7 +20,9 @@ import dataclasses
 import functools
 import importlib.util
 import io
+import logging
 import os
+import tempfile
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -433,35 +435,48 @@ _PROBES = {
 }
 
 
+class _Warnings(logging.Handler):
+    """The WARNING-or-worse messages of the loggers it is added to, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _yaml_row(prog: str, parse: Callable[[list[str]], Any], path: str, probes: tuple[str, ...]) -> str:
+    parsed: list[Any] = []
+
+    def keep(argv: list[str]) -> Any:
+        parsed.append(parse(argv))
+
+    warnings = _Warnings()
+    product = logging.getLogger("hyper_parallel")
+    product.addHandler(warnings)
+    try:
+        line = _line(run_parse(prog, keep, [path]))
+    finally:
+        product.removeHandler(warnings)
+    if line == "ok" and parsed:
+        line += " " + " ".join(f"{p}={_current(parsed[0], p)!r}" for p in probes)
+    return line + "".join(f" | warning: {w}" for w in warnings.messages)
+
+
 def yaml_files(entry: str) -> dict[str, str]:
     """Each file of ``YAML_FILES`` through ``entry``'s parse step: the status and error line, or
     ``ok`` with the probed values; and the warnings the parse logged, paths as ``<file>``."""
-    import logging
-    import tempfile
-
     if entry not in _PROBES:
         raise ValueError(f"entry must be one of {', '.join(_PROBES)}, got {entry!r}")
     prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
     rows: dict[str, str] = {}
     with without_debug_env(), tempfile.TemporaryDirectory(prefix="parity-yaml-") as folder:
+        path = os.path.join(folder, "train.yaml")
         for label, text in YAML_FILES.items():
-            path = os.path.join(folder, "train.yaml")
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            warned: list[str] = []
-            handler = logging.Handler(logging.WARNING)
-            handler.emit = lambda record, warned=warned: warned.append(record.getMessage())  # type: ignore[method-assign]
-            product = logging.getLogger("hyper_parallel")
-            product.addHandler(handler)
-            parsed: list[Any] = []
-            try:
-                outcome = run_parse(prog, lambda argv, parsed=parsed: parsed.append(parse(argv)), [path])
-            finally:
-                product.removeHandler(handler)
-            line = _line(outcome)
-            if line == "ok" and parsed:
-                line += " " + " ".join(f"{p}={_current(parsed[0], p)!r}" for p in _PROBES[entry])
-            line += "".join(f" | warning: {w}" for w in warned)
+            line = _yaml_row(prog, parse, path, _PROBES[entry])
             rows[label] = " ".join(line.replace(path, "<file>").replace(folder, "<tmp>").split())
     return rows
 

@@ -34,7 +34,18 @@ COMPONENT_TAGS = (
     "metrics",
     "profiler",
 )
-TAGS = (*COMPONENT_TAGS, "transforms", "e2e", "explore", "legacy", "cli", "selfcheck", "long", "nonfinite", "parallel")
+TAGS = (
+    *COMPONENT_TAGS,
+    "transforms",
+    "e2e",
+    "explore",
+    "legacy",
+    "cli",
+    "selfcheck",
+    "long",
+    "nonfinite",
+    "parallel",
+)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")
