@@ -20,7 +20,6 @@ import dataclasses
 import functools
 import importlib.util
 import io
-import logging
 import os
 import tempfile
 import types
@@ -30,6 +29,7 @@ from typing import Any, Literal, Union
 from unittest import mock
 
 from hyper_parallel.entry import DEBUG_ENV, run_main
+from parity.case_log import warnings_of
 from parity.legacy_driver import DEBUG_YAML, REPO_ROOT
 
 __all__ = [
@@ -435,33 +435,17 @@ _PROBES = {
 }
 
 
-class _Warnings(logging.Handler):
-    """The WARNING-or-worse messages of the loggers it is added to, in order."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 def _yaml_row(prog: str, parse: Callable[[list[str]], Any], path: str, probes: tuple[str, ...]) -> str:
     parsed: list[Any] = []
 
     def keep(argv: list[str]) -> Any:
         parsed.append(parse(argv))
 
-    warnings = _Warnings()
-    product = logging.getLogger("hyper_parallel")
-    product.addHandler(warnings)
-    try:
+    with warnings_of() as warned:
         line = _line(run_parse(prog, keep, [path]))
-    finally:
-        product.removeHandler(warnings)
     if line == "ok" and parsed:
         line += " " + " ".join(f"{p}={_current(parsed[0], p)!r}" for p in probes)
-    return line + "".join(f" | warning: {w}" for w in warnings.messages)
+    return line + "".join(f" | warning: {w}" for w in warned)
 
 
 def yaml_files(entry: str) -> dict[str, str]:

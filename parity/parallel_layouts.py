@@ -13,8 +13,8 @@ no process group (the mesh is not built):
   1, 2, 4 and 8 ranks;
 - routes: ``legacy`` (``from_config`` on a ``LegacyAcceleratorArgs`` with the degrees set),
   ``legacy_bare`` (``from_config`` on a section with only the degrees it names: the fallbacks, the
-  ``dp`` alias, ``etp`` following ``tp``) and ``new`` (the ``HyperTrainer`` construction from a
-  ``ParallelismConfig``);
+  ``dp`` alias, ``etp`` following ``tp``) and ``new`` (``from_parallelism`` on a ``ParallelismConfig``,
+  as ``HyperTrainer`` builds it);
 - a row: the one error line, or the summary, the derived sizes and flags, and for each model shape
   (dense 4/2 heads; 6/3 heads; 4 and 3 experts) and sequence length (16, 15) ``ok`` or the
   ``validate_against_model`` error.
@@ -81,17 +81,7 @@ def _built(route: str, layout: dict[str, Any], world: int) -> Any:
     if route == "legacy_bare":
         return ParallelDims.from_config(SimpleNamespace(**layout), world)
     par = ParallelismConfig(**{_NEW_NAME[k]: v for k, v in layout.items() if k != "dp"})
-    return ParallelDims(  # as HyperTrainer._init_setup_distributed builds it
-        dp_replicate=par.data_parallel_replicate_degree,
-        dp_shard=par.data_parallel_shard_degree,
-        cp=par.context_parallel_degree,
-        tp=par.tensor_parallel_degree,
-        pp=par.pipeline_parallel_degree,
-        ep=par.expert_parallel_degree,
-        etp=par.expert_tensor_parallel_degree,
-        ulysses_degree=par.ulysses_degree,
-        world_size=world,
-    )
+    return ParallelDims.from_parallelism(par, world)  # as HyperTrainer._init_setup_distributed builds it
 
 
 def _row(route: str, layout: dict[str, Any], world: int) -> Any:

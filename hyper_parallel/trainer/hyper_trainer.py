@@ -270,17 +270,7 @@ class HyperTrainer(Configurable):
         par = cfg.parallelism
 
         def make_parallel_dims(world_size: int) -> ParallelDims:
-            return ParallelDims(
-                dp_replicate=par.data_parallel_replicate_degree,
-                dp_shard=par.data_parallel_shard_degree,
-                cp=par.context_parallel_degree,
-                tp=par.tensor_parallel_degree,
-                pp=par.pipeline_parallel_degree,
-                ep=par.expert_parallel_degree,
-                etp=par.expert_tensor_parallel_degree,
-                ulysses_degree=par.ulysses_degree,
-                world_size=world_size,
-            )
+            return ParallelDims.from_parallelism(par, world_size)
 
         dist = init_helpers.setup_distributed(
             comm_backend=cfg.comm.backend,

@@ -50,6 +50,21 @@ class ParallelDims:
             world_size=world_size,
         )
 
+    @classmethod
+    def from_parallelism(cls, par: Any, world_size: int) -> ParallelDims:
+        """Build from the new path's ``ParallelismConfig`` (its ``*_degree`` fields)."""
+        return cls(
+            dp_replicate=par.data_parallel_replicate_degree,
+            dp_shard=par.data_parallel_shard_degree,
+            cp=par.context_parallel_degree,
+            tp=par.tensor_parallel_degree,
+            pp=par.pipeline_parallel_degree,
+            ep=par.expert_parallel_degree,
+            etp=par.expert_tensor_parallel_degree,
+            ulysses_degree=par.ulysses_degree,
+            world_size=world_size,
+        )
+
     def __post_init__(self) -> None:
         for name in ("dp_replicate", "cp", "tp", "pp", "ep", "etp"):
             value = getattr(self, name)
