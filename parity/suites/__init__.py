@@ -45,6 +45,7 @@ TAGS = (
     "long",
     "nonfinite",
     "parallel",
+    "protocols",
 )
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
