@@ -59,6 +59,8 @@ __all__ = [
     "without_debug_env",
     "YAML_FILES",
     "yaml_files",
+    "OVERRIDE_TYPES",
+    "override_types",
 ]
 
 RECIPE = ("--module", "qwen3_5", "--config", "debug")
@@ -463,6 +465,51 @@ def yaml_files(entry: str) -> dict[str, str]:
             line = _yaml_row(prog, parse, path, _PROBES[entry])
             rows[label] = " ".join(line.replace(path, "<file>").replace(folder, "<tmp>").split())
     return rows
+
+
+# ``--a.b=v`` overrides whose target type decides the value: into a mapping field (no type below
+# it: int, float, bool, null or the string), a string field given number- or bool-like text, a
+# number field given a bool or a non-finite number.
+OVERRIDE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("model.config_overrides.zz_key", ("true", "False", "7", "1.5", "1e3", "text", "null", "[1, 2]")),
+    ("model.tp_plan.zz_layer", ("true", "7", "text")),
+    ("model.flavor", ("7", "1.5", "true", "null")),
+    ("data.text_key", ("7", "true")),
+    ("train.optimizer.lr", ("true", "inf", "nan", "1e-3")),
+    ("train.max_steps", ("true", "7.0", "1e3")),
+)
+
+
+def override_types() -> dict[str, str]:
+    """Each ``OVERRIDE_TYPES`` override on the debug YAML through the legacy entry point: ``ok``
+    with the value and its type where it lands, or the status and error line."""
+    rows: dict[str, str] = {}
+    with without_debug_env():
+        for path, values in OVERRIDE_TYPES:
+            for raw in values:
+                token = f"--{path}={raw}"
+                rows[token] = _override_row(path, token)
+    return rows
+
+
+def _override_row(path: str, token: str) -> str:
+    parsed: list[Any] = []
+
+    def keep(argv: list[str]) -> Any:
+        parsed.append(parse_legacy(argv))
+
+    line = _line(run_parse(LEGACY_PROG, keep, [str(DEBUG_YAML), token]))
+    if line == "ok" and parsed:
+        value = _current(parsed[0], path) if ".zz_" not in path else _landed(parsed[0], path)
+        line += f" {value!r} ({type(value).__name__})"
+    return line
+
+
+def _landed(root: Any, path: str) -> Any:
+    """The value under a mapping field's key (``model.config_overrides.zz_key``)."""
+    head, _, key = path.rpartition(".")
+    mapping = _current(root, head)
+    return mapping.get(key, "<absent>") if isinstance(mapping, dict) else f"<not a mapping: {mapping!r}>"
 
 
 def _help_description(text: str) -> list[str]:

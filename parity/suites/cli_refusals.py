@@ -29,6 +29,10 @@ unknown or near-miss key before the known ones of a section, a duplicate key, a 
 number, a string or a mapping where a number goes (the error line, or ``ok`` with the values the
 file moved, and the warnings).
 
+The ``cli_override_types`` golden takes the overrides whose target's type decides the value: a key
+under a mapping field (``model.config_overrides``: int, float, bool or the string), a string field
+given number- or bool-like text, a number field given a bool or a non-finite number.
+
 The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
 reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
 section (status, error line and warnings, through either entry point), and a recipe built in
@@ -39,7 +43,7 @@ Python, each field of each Config node set to one value per class (what the node
 from __future__ import annotations
 
 from parity.cases import REGISTRY
-from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, sweep, yaml_files
+from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, override_types, sweep, yaml_files
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
@@ -47,4 +51,5 @@ SUITE.grid(params=[("cli_refusals", {"route": route}) for route in ROUTES], prod
 SUITE.grid(params=[("cli_boundaries", {"route": route}) for route in ROUTES], producer=boundaries)
 SUITE.grid(params=[("cli_misuse", {"entry": entry}) for entry in MISUSE], producer=misuse)
 SUITE.grid(params=[("cli_yaml_files", {"entry": entry}) for entry in MISUSE], producer=yaml_files)
+SUITE.golden("cli_override_types", producer=override_types)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
