@@ -21,6 +21,11 @@ the records without a response are dropped instead: ``_kept_cells``).
   16, and the plain text of ``output`` at 8: it catches a change of the shared transform, which
   moves both sides of a tier A pair at once.
 
+- tier B, ``transform_rows_golden``: the three transforms (plain text, masked and Human/Assistant
+  alpaca) at a window of 8 on batches no data file holds: one row, none, a bare string, an empty
+  text, a missing column, and None, a number or a list in each column of a second batch (the error
+  names the file and the row counted across batches, as both trainers wrap the transform).
+
 Artifact: ``{cell: {input_ids, labels}}`` (``p<prompt>[i]_r<response>``, ``i`` for a split
 prompt), the kept row count and the training steps.
 """
@@ -155,3 +160,68 @@ REGISTRY.grid(
     producer=new_grid,
     backends=("torch", "mindspore"),
 )
+
+
+# ----------------------------------------------------------------------------- batches the data never holds
+# What the transform makes of batches no committed data file holds, as ``datasets.map`` hands them
+# over one after another (rows counted across batches): a batch of one row, an empty batch, a bare
+# string, an empty text, a value that is not a string (None, a number, a list) in the second batch,
+# a missing column. Each mode's transform is wrapped by ``name_data_rows`` as both trainers wrap it.
+_SOURCE = "data/train.jsonl"
+_GOOD = {
+    "text": {"text": ["The first row.", "A second, longer row of plain text for the window."]},
+    "alpaca": {
+        "instruction": ["Say hi.", "Add two numbers."],
+        "input": ["", "2 and 3"],
+        "output": ["Hi.", "Five."],
+    },
+}
+_BAD_VALUES: tuple[tuple[str, Any], ...] = (("None", None), ("a number", 5), ("a list", ["a", "b"]))
+
+
+def _batches_of(mode: str) -> dict[str, list[dict[str, Any]]]:
+    good = _GOOD["text" if mode == "text" else "alpaca"]
+    key = "text" if mode == "text" else "output"
+    out: dict[str, list[dict[str, Any]]] = {
+        "two rows": [good],
+        "one row": [{k: v[:1] for k, v in good.items()}],
+        "an empty batch": [{k: [] for k in good}],
+        "a bare string": [{k: v[0] for k, v in good.items()}],
+        "an empty text": [{**good, key: ["", good[key][1]]}],
+        "no such column": [{k: v for k, v in good.items() if k != key}],
+    }
+    columns = ["text"] if mode == "text" else ["instruction", "input", "output"]
+    for column in columns:
+        for label, value in _BAD_VALUES:
+            bad = {**good, column: [good[column][0], value]}
+            out[f"{label} in {column}, second batch"] = [good, bad]
+    return out
+
+
+def transform_rows() -> dict[str, Any]:
+    """``{mode: {batches: ids and labels of each batch, or the error line}}`` for plain text,
+    masked alpaca and Human/Assistant alpaca at a window of 8 (module section above)."""
+    from hyper_parallel.data.transforms import build_text_transform, name_data_rows
+    from parity.suites.components_loss_tokenizer import new_tokenizer, tokenizer_variant
+
+    tok = new_tokenizer(tokenizer_variant("asset"))
+    encoder = getattr(tok, "tokenizer", tok)  # the HF tokenizer the transform calls
+    modes = {
+        "text": dict(text_key="text", data_type="hf_datasets", template="empty"),
+        "alpaca_masked": dict(text_key="text", data_type="json_file", template="empty"),
+        "alpaca_human_assistant": dict(text_key="text", data_type="json_file", template="alpaca"),
+    }
+    out: dict[str, Any] = {}
+    for mode, settings in modes.items():
+        rows: dict[str, Any] = {}
+        for label, batches in _batches_of("text" if mode == "text" else "alpaca").items():
+            transform = name_data_rows(build_text_transform(encoder, cutoff=8, **settings), _SOURCE)
+            try:
+                rows[label] = [{k: canonical.token_ids(v) for k, v in transform(b).items()} for b in batches]
+            except Exception as exc:  # the error line is the compared value
+                rows[label] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        out[mode] = rows
+    return out
+
+
+REGISTRY.golden("transform_rows_golden", kind="token_ids", tags=_TAGS, producer=transform_rows)
