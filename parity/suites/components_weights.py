@@ -6,7 +6,8 @@ not fit the model. The e2e recipes load one file that fits. Here a reference HF 
 model (``parity.e2e.initial_weights``) is reshaped into each state (a tensor missing, many missing,
 one unknown, one of another shape or dtype class, the tied head absent (with its embedding or not), sharded with an
 index, an index with a broken map or a missing shard, a ``config.json`` without a field, a single
-``.safetensors`` file, a ``.pt`` file, a missing path, an empty folder), and each state is loaded
+``.safetensors`` file, a ``.pt`` file, one holding an object other than tensors, one holding a list, a
+truncated and an empty ``.pt`` file, a missing path, an empty folder), and each state is loaded
 by both sides with ``allow_partial_weights`` off and on. A row holds the outcome (``ok`` or the
 error line), every warning, and which parameters now hold the file's values (the rest kept their
 random init).
@@ -101,6 +102,24 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         folder.mkdir()
         return folder
 
+    def pickled_object(folder: Path) -> Path:
+        """A state dict with a non-tensor object in it: ``weights_only`` refuses it, nothing runs."""
+        import argparse
+
+        path = folder.parent / "weights.pt"
+        torch.save({**debug_model(_FILE_SEED).state_dict(), "args": argparse.Namespace(lr=1.0)}, path)
+        return path
+
+    def listed(folder: Path) -> Path:
+        path = folder.parent / "weights.pt"
+        torch.save(list(debug_model(_FILE_SEED).state_dict().values()), path)
+        return path
+
+    def cut(path: Path, keep: float) -> Path:
+        data = path.read_bytes()
+        path.write_bytes(data[: int(len(data) * keep)])
+        return path
+
     def config_without_vocab(folder: Path) -> Path:
         config = json.loads((folder / "config.json").read_text())
         config.pop("vocab_size", None)
@@ -126,6 +145,10 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a .pt file": lambda f: _single(f, ".pt"),
         "a path that does not exist": lambda f: f / "nothing_here",
         "an empty folder": emptied,
+        "a .pt file holding an object": pickled_object,
+        "a truncated .pt file": lambda f: cut(_single(f, ".pt"), 0.5),
+        "an empty .pt file": lambda f: cut(_single(f, ".pt"), 0.0),
+        "a .pt file holding a list of tensors": listed,
     }
 
 
