@@ -469,7 +469,7 @@ def yaml_files(entry: str) -> dict[str, str]:
 
 # ``--a.b=v`` overrides whose target type decides the value: into a mapping field (no type below
 # it: int, float, bool, null or the string), a string field given number- or bool-like text, a
-# number field given a bool or a non-finite number.
+# number field given a bool or a non-finite number, a list field given YAML, broken YAML or a scalar.
 OVERRIDE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model.config_overrides.zz_key", ("true", "False", "7", "1.5", "1e3", "text", "null", "[1, 2]")),
     ("model.tp_plan.zz_layer", ("true", "7", "text")),
@@ -477,6 +477,8 @@ OVERRIDE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data.text_key", ("7", "true")),
     ("train.optimizer.lr", ("true", "inf", "nan", "1e-3")),
     ("train.max_steps", ("true", "7.0", "1e3")),
+    ("train.optimizer.betas", ("[0.8, 0.9]", "[0.9,", "{a: 1}", "0.9")),
+    ("model.freeze_modules", ("[a, b]", "[a, a: b", "a")),
 )
 
 
