@@ -1045,12 +1045,25 @@ def _folder_listing(path: Path) -> list[str]:
     )
 
 
-def _lock_fields(path: Path) -> list[str]:
-    """The fields the writer's lock file tells another run about it (their values vary by run)."""
+def _lock_fields(path: Path) -> dict[str, str] | list[str]:
+    """What the writer's lock file tells another run about it, by value class: the values vary by
+    run, so the host and pid are checked against this process and a time shows its shape only."""
+    import re
+    import socket
+
     try:
-        return sorted(json.loads((path / LOCK).read_text(encoding="utf-8")))
+        text = (path / LOCK).read_text(encoding="utf-8")
+        info = json.loads(text)
     except (OSError, ValueError) as exc:
         return [f"unreadable: {type(exc).__name__}"]
+    known = {"host": socket.gethostname(), "pid": os.getpid()}
+    shown = {
+        key: ("this one" if known[key] == value else f"another ({type(value).__name__})")
+        if key in known
+        else re.sub(r"[+-](?=N{4}$)", "±", re.sub(r"\d", "N", str(value)))  # any time zone
+        for key, value in info.items()
+    }
+    return {**shown, "(one line)": str(text.endswith("\n") and text.count("\n") == 1)}
 
 
 def _start_writer(side: str, state: Any, out: str, overwrite: bool) -> Callable[[], None]:
