@@ -447,9 +447,19 @@ def legacy_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
     (call,) = [c["init"] for c in fake.calls if "init" in c]
     return {
         "init": _init_identity(fake),
-        "report_to": call["config"]["train"]["logging"]["report_to"],
+        "report_to": _at(call["config"], "train", "logging", "report_to"),
         "config_report_to": args.train.logging.report_to,
     }
+
+
+def _at(tree: Any, *path: str) -> Any:
+    """The value at ``path`` of the run config W&B was given, or where the path stops (a config of
+    another shape is a divergence to report, not a harness crash)."""
+    for depth, key in enumerate(path):
+        if not isinstance(tree, dict) or key not in tree:
+            return f"<no {'.'.join(path[: depth + 1])} in the W&B run config>"
+        tree = tree[key]
+    return tree
 
 
 def new_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
@@ -461,7 +471,7 @@ def new_wandb_mapped(*, report_to: str, run_name: str) -> dict[str, Any]:
     (call,) = [c["init"] for c in fake.calls if "init" in c]
     return {
         "init": _init_identity(fake),
-        "report_to": call["config"]["metrics"]["report_to"],
+        "report_to": _at(call["config"], "metrics", "report_to"),
         "config_report_to": config.metrics.report_to,
     }
 
