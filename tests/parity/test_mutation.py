@@ -441,3 +441,26 @@ def test_a_stopped_run_leaves_no_mutant_running(tmp_path):
     assert child.poll() is not None
     with pytest.raises(SystemExit):
         launcher._track(child)
+
+
+def test_a_product_that_fails_at_import_is_a_kill_and_a_harness_failure_is_not(tmp_path, monkeypatch):
+    """A mutant that breaks the product's import (a class check run at import) fails every case:
+    the first case of the run is its killer. An error raised by the harness alone stays apart."""
+    from parity.tools.mutation import child
+
+    tree = tmp_path / "tree"
+    (tree / "hyper_parallel").mkdir(parents=True)
+    spec = tmp_path / "spec.json"
+    for where, expected in (("hyper_parallel/protocols/configurable.py", "killed"), ("parity/cases.py", "harness_error")):  # fmt: skip
+        error = _raise_in(str(tree / where))
+
+        def fail(spec: dict, error: BaseException = error) -> dict:
+            raise error
+
+        monkeypatch.setattr(child, "run_spec", fail)
+        out = tmp_path / f"{expected}.json"
+        spec.write_text(json.dumps({"tree": str(tree), "mutant": "m", "groups": [["a.b"]], "out": str(out)}))
+        child.main([str(spec)])
+        verdict = json.loads(out.read_text())
+        assert verdict["status"] == expected
+        assert verdict["case"] == ("a.b" if expected == "killed" else None)

@@ -164,13 +164,22 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     try:
         verdict = run_spec(spec)
-    except BaseException as exc:  # anything the harness itself raised
-        verdict = {
-            "status": "harness_error",
-            "case": None,
-            "evidence": "".join(traceback.format_exception_only(exc)).strip()[:300],
-            "groups": [],
-        }
+    except BaseException as exc:  # raised before any case ran: importing the product or the cases
+        evidence = "".join(traceback.format_exception_only(exc)).strip()[:300]
+        product_root = os.path.realpath(Path(spec["tree"]) / "hyper_parallel") + os.sep
+        site = crash_site(exc, product_root)
+        first = next((g[0] for g in spec["groups"] if g), None)
+        if site and first is not None and spec.get("mutant") not in ("", "fail"):
+            # The product itself cannot be imported under the mutant (a class check at import, say):
+            # every case fails, the first one to run stands for them.
+            verdict = {
+                "status": "killed",
+                "case": first,
+                "evidence": f"the product fails at import: {evidence} (at {site})",
+                "groups": [{"status": "killed", "seconds": 0.0}],
+            }
+        else:  # the harness's own failure
+            verdict = {"status": "harness_error", "case": None, "evidence": evidence, "groups": []}
     if spec.get("modules_out"):  # the coverage map's run: what a case run imports, for the zygote
         Path(spec["modules_out"]).write_text("\n".join(sorted(sys.modules)), encoding="utf-8")
     out = Path(spec["out"])
