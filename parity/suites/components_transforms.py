@@ -201,11 +201,12 @@ def _batches_of(mode: str) -> dict[str, list[dict[str, Any]]]:
 def transform_rows() -> dict[str, Any]:
     """``{mode: {batches: ids and labels of each batch, or the error line}}`` for plain text,
     masked alpaca and Human/Assistant alpaca at a window of 8 (module section above)."""
-    from hyper_parallel.data.transforms import build_text_transform, name_data_rows
-    from parity.suites.components_loss_tokenizer import new_tokenizer, tokenizer_variant
+    from transformers import AutoTokenizer
 
-    tok = new_tokenizer(tokenizer_variant("asset"))
-    encoder = getattr(tok, "tokenizer", tok)  # the HF tokenizer the transform calls
+    from hyper_parallel.data.transforms import build_text_transform, name_data_rows
+
+    # The HF tokenizer both trainers hand the transform (the asset: no special tokens added).
+    encoder = AutoTokenizer.from_pretrained(str(assets.tokenizer_dir()), local_files_only=True)
     modes = {
         "text": dict(text_key="text", data_type="hf_datasets", template="empty"),
         "alpaca_masked": dict(text_key="text", data_type="json_file", template="empty"),
