@@ -33,6 +33,7 @@ import numpy as np
 from parity.ulp import FLOAT_WIDTH, float_hex, float_values, is_float_dtype, representable
 
 __all__ = [
+    "error_line",
     "INLINE_MAX_NUMEL",
     "MARK",
     "FloatLeaf",
@@ -72,6 +73,11 @@ _INT_VIEW_DTYPE = {
     "float32": np.int32,
     "float64": np.int64,
 }
+
+
+def error_line(exc: BaseException) -> str:
+    """A refusal as a row holds it: ``Type: message`` with the message's whitespace on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def _platform():

@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from parity.canonical import error_line
+
 __all__ = ["contract_rows"]
 
 
@@ -31,7 +33,7 @@ _LOCALS = re.compile(r"(?:\w+\.<locals>\.)+")  # where this module defines its c
 
 
 def _line(exc: BaseException) -> str:
-    return _LOCALS.sub("", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    return _LOCALS.sub("", error_line(exc))
 
 
 def _outcome(make: Callable[[], Any]) -> Any:

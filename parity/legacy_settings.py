@@ -44,6 +44,7 @@ from typing import Any, Literal
 from unittest import mock
 
 from hyper_parallel.trainer.callbacks.base import SECTION_NAMES
+from parity.canonical import error_line
 
 __all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved", "values_off_default"]
 
@@ -216,7 +217,7 @@ def _loader_row(train: Any, data: Any) -> dict[str, Any] | str:
     try:
         trainer._build_dataloader()
     except Exception as exc:
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        return error_line(exc)
     loader, sampler = trainer.train_dataloader, trainer.sampler
     return {
         "batch_size": loader.batch_size,

@@ -28,6 +28,8 @@ import itertools
 from types import SimpleNamespace
 from typing import Any
 
+from parity.canonical import error_line
+
 __all__ = ["LAYOUTS", "MODELS", "WORLDS", "layout_rows"]
 
 WORLDS = (1, 2, 4, 8)
@@ -67,10 +69,6 @@ MODELS: tuple[tuple[str, dict[str, int]], ...] = (
 SEQ_LENS = (16, 15)
 
 
-def _line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-
-
 def _built(route: str, layout: dict[str, Any], world: int) -> Any:
     from hyper_parallel.config.parallelism import ParallelismConfig
     from hyper_parallel.trainer.config import LegacyAcceleratorArgs
@@ -88,7 +86,7 @@ def _row(route: str, layout: dict[str, Any], world: int) -> Any:
     try:
         dims = _built(route, layout, world)
     except Exception as exc:  # the refusal is the compared value
-        return _line(exc)
+        return error_line(exc)
     checks: dict[str, str] = {}
     for label, attrs in MODELS:
         for seq_len in SEQ_LENS:
@@ -96,12 +94,12 @@ def _row(route: str, layout: dict[str, Any], world: int) -> Any:
                 dims.validate_against_model(SimpleNamespace(config=SimpleNamespace(**attrs)), seq_len)
                 checks[f"{label}/seq{seq_len}"] = "ok"
             except Exception as exc:
-                checks[f"{label}/seq{seq_len}"] = _line(exc)
+                checks[f"{label}/seq{seq_len}"] = error_line(exc)
     try:
         dims.validate_against_model(SimpleNamespace(), 15)  # a model without a config: nothing to check
         checks["no_config/seq15"] = "ok"
     except Exception as exc:
-        checks["no_config/seq15"] = _line(exc)
+        checks["no_config/seq15"] = error_line(exc)
     return {
         "summary": dims.summary(),
         "sizes": {"dp": dims.dp_size, "non_dp": dims.non_dp_size, "seq_divisor": dims.seq_divisor},

@@ -220,7 +220,7 @@ def transform_rows() -> dict[str, Any]:
             try:
                 rows[label] = [{k: canonical.token_ids(v) for k, v in transform(b).items()} for b in batches]
             except Exception as exc:  # the error line is the compared value
-                rows[label] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+                rows[label] = canonical.error_line(exc)
         out[mode] = rows
     return out
 
