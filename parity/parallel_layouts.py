@@ -33,18 +33,21 @@ from parity.canonical import error_line
 __all__ = ["LAYOUTS", "MODELS", "WORLDS", "layout_rows"]
 
 WORLDS = (1, 2, 4, 8)
-# Legacy ``train.accelerator`` names of the degrees (the new route maps each to its field).
+# Legacy ``train.accelerator`` names of the degrees.
 _DEGREES = ("dp_replicate", "dp_shard", "tp", "cp", "pp", "ep", "etp")
-_NEW_NAME = {
-    "dp_replicate": "data_parallel_replicate_degree",
-    "dp_shard": "data_parallel_shard_degree",
-    "tp": "tensor_parallel_degree",
-    "cp": "context_parallel_degree",
-    "pp": "pipeline_parallel_degree",
-    "ep": "expert_parallel_degree",
-    "etp": "expert_tensor_parallel_degree",
-    "ulysses_degree": "ulysses_degree",
-}
+_PREFIX = "train.accelerator."
+
+
+def _new_names() -> dict[str, str]:
+    """Each legacy degree's ``ParallelismConfig`` field, from the product's own mapping rules."""
+    from hyper_parallel.trainer import legacy_mapping
+
+    rules = (*legacy_mapping.FIELD_MAP, *legacy_mapping._DERIVED_RULES)
+    return {
+        r.source.removeprefix(_PREFIX): r.target.removeprefix("parallelism.")
+        for r in rules
+        if r.source.startswith(_PREFIX) and r.target.startswith("parallelism.")
+    }
 
 
 def _layouts() -> tuple[dict[str, Any], ...]:
@@ -78,7 +81,8 @@ def _built(route: str, layout: dict[str, Any], world: int) -> Any:
         return ParallelDims.from_config(LegacyAcceleratorArgs(**layout), world)
     if route == "legacy_bare":
         return ParallelDims.from_config(SimpleNamespace(**layout), world)
-    par = ParallelismConfig(**{_NEW_NAME[k]: v for k, v in layout.items() if k != "dp"})
+    new_name = _new_names()
+    par = ParallelismConfig(**{new_name[k]: v for k, v in layout.items() if k != "dp"})
     return ParallelDims.from_parallelism(par, world)  # as HyperTrainer._init_setup_distributed builds it
 
 
