@@ -260,6 +260,17 @@ def test_a_mutant_meets_its_neighbours_killers_first_then_both_tiers_early():
     assert [g.label for g in killers.order(m, groups)][0] == "g5"
 
 
+def test_a_capped_run_meets_one_group_of_each_family_before_a_second_of_any():
+    from parity.tools.mutation.mutants import Mutant
+    from parity.tools.mutation.runner import Killers
+
+    cases = ["a.grid-x=1", "a.grid-x=2", "a.grid-x=3", "b.one", "c.grid-y=1", "c.grid-y=2"]
+    groups = [Group(f"g{i}", [c], seconds=float(i)) for i, c in enumerate(cases)]
+    killers = Killers(CoverageMap(groups, {}), {g.label: "B" for g in groups})
+    m = Mutant("n", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", "k")
+    assert [g.label for g in killers.order(m, groups)] == ["g0", "g3", "g4", "g1", "g5", "g2"]
+
+
 def test_a_map_of_some_files_serves_only_them_and_restricts_coverage(tmp_path):
     from parity.tools.mutation.coverage import _rcfile
 

@@ -241,9 +241,10 @@ class Killers:
                 counts[label] = counts.get(label, 0) + 1
 
     def order(self, m: Mutant, groups: list[coverage.Group]) -> list[coverage.Group]:
-        """Killers of its neighbours first; then the tiers alternate, cheapest first within each:
-        tier A pairs see a change on one side, only tier B goldens see one in code both sides
-        share, so a mutant must meet both early."""
+        """Killers of its neighbours first; then one group of each family (a case name's grid) before
+        a second of any, the tiers alternating and cheapest first within each: tier A pairs see a
+        change on one side, only tier B goldens see one in code both sides share, so a mutant must
+        meet both early."""
         with self.lock:
             fn = dict(self.by_function.get(m.function, {}))
             fl = dict(self.by_file.get(m.path, {}))
@@ -252,10 +253,26 @@ class Killers:
             key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label),
         )
         rest = [g for g in sorted(groups, key=lambda g: (g.seconds, g.label)) if g not in proven]
-        by_tier = [[g for g in rest if self.tier_of.get(g.label) == t] for t in ("A", "B")]
-        by_tier.append([g for g in rest if self.tier_of.get(g.label) not in ("A", "B")])
-        alternating = [g for row in itertools.zip_longest(*by_tier) for g in row if g is not None]
-        return proven + alternating
+        # Round n holds each family's n-th cheapest group: one cheap group of every family before a
+        # second of any, so that a capped run (--max-groups) meets as many behaviours as it can.
+        rounds: list[list[coverage.Group]] = []
+        taken: dict[str, int] = {}
+        for g in rest:
+            n = taken[_family(g)] = taken.get(_family(g), -1) + 1
+            if n == len(rounds):
+                rounds.append([])
+            rounds[n].append(g)
+        return proven + [g for r in rounds for g in self._alternate_tiers(r)]
+
+    def _alternate_tiers(self, groups: list[coverage.Group]) -> list[coverage.Group]:
+        by_tier = [[g for g in groups if self.tier_of.get(g.label) == t] for t in ("A", "B")]
+        by_tier.append([g for g in groups if self.tier_of.get(g.label) not in ("A", "B")])
+        return [g for row in itertools.zip_longest(*by_tier) for g in row if g is not None]
+
+
+def _family(group: coverage.Group) -> str:
+    """A group's family: its first case's kind and name, without the parameters (``cli.config_values``)."""
+    return group.cases[0].split("-", 1)[0] if group.cases else group.label
 
 
 def _run_one(
