@@ -580,6 +580,16 @@ FORGED_EXTRA_STATE: dict[str, Any] = {
     "a list": [2, 1],
     "no keys": {},
 }
+# manifest.json edited by hand (the JSON stays valid): each edit turns the manifest's vouching for
+# the folder's files into something the verification must refuse.
+FORGED_MANIFEST: dict[str, Callable[[dict[str, Any]], None]] = {
+    "a name above the folder": lambda m: m["files"].update({"../outside": next(iter(m["files"].values()))}),
+    "a name through ..": lambda m: m["files"].update({"a/../b": next(iter(m["files"].values()))}),
+    "an absolute name": lambda m: m["files"].update({"/etc/hostname": next(iter(m["files"].values()))}),
+    "no files": lambda m: m.update(files={}),
+    "another format": lambda m: m.update(format="something-else/1"),
+    "a size as text": lambda m: next(iter(m["files"].values())).update(size="1"),
+}
 
 
 def _damage(file: Path, how: str) -> None:
@@ -641,12 +651,19 @@ def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
             (f"{EXTRA_STATE_FILE} holds {what}", EXTRA_STATE_FILE, what, "rewritten")
             for what in FORGED_EXTRA_STATE
         ]
+        damages += [
+            (f"{MANIFEST_FILE} lists {what}", MANIFEST_FILE, what, "edited") for what in FORGED_MANIFEST
+        ]
         for n, (row, rel, how, manifest) in enumerate(damages):
-            if manifest != "kept" and rel == MANIFEST_FILE:
+            if manifest in ("rewritten", "unverified") and rel == MANIFEST_FILE:
                 continue
             copy = Path(shutil.copytree(saved, Path(tmp, f"copy{n}", f"step_{steps}")))
             if how in FORGED_EXTRA_STATE:
                 (copy / rel).write_text(json.dumps(FORGED_EXTRA_STATE[how]), encoding="utf-8")
+            elif how in FORGED_MANIFEST:
+                edited = json.loads((copy / rel).read_text(encoding="utf-8"))
+                FORGED_MANIFEST[how](edited)
+                (copy / rel).write_text(json.dumps(edited), encoding="utf-8")
             else:
                 _damage(copy / rel, how)
             if manifest == "rewritten":
