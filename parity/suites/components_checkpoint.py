@@ -1145,3 +1145,90 @@ SUITE.golden(
     kind="checkpoint",
     producer=manager_run_folder,
 )
+
+
+# ----------------------------------------------------------------------------- resuming into a folder
+#
+# A run resumed from a saved step that saves again must not replace checkpoints of later steps
+# in its ``output_dir`` (nor leave a folder mixing two histories). Each row resumes one legacy
+# save (step 2) through one side's reader, with saving on, into an ``output_dir`` in one state,
+# with ``overwrite`` off and on: the outcome, the warnings and the folder afterwards.
+
+RESUME_INTO_STATES: dict[str, tuple[str, ...]] = {
+    "empty": (),
+    "an earlier step": ("step_1",),
+    "a later step": ("step_4",),
+    "two later steps": ("step_3", "step_4"),
+    "a later replaced copy": (".replaced.step_5",),
+    "a later step and a replaced copy": ("step_4", ".replaced.step_5"),
+}
+
+
+def _resume_saving(side: str, target: TrainedState, saved: str, out: str, overwrite: bool) -> str:
+    if side == "legacy":
+        ckpt, _export = legacy_callbacks(target, out, save_steps=1, load_path=saved, overwrite=overwrite)
+        try:
+            progress = SimpleNamespace(global_step=0, epoch=0)
+            ckpt.on_train_begin(progress)
+            return f"ok step={progress.global_step} epoch={progress.epoch}"
+        finally:
+            ckpt.writer.unlock()
+    writer = manager(
+        target, out, save_steps=1, load_path=saved, run_settings=legacy_run_settings(), overwrite=overwrite
+    )
+    try:
+        step, epoch = writer.load()
+        return f"ok step={step} epoch={epoch}"
+    finally:
+        writer.writer.unlock()
+
+
+def _resume_into_sweep(side: str) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-resume-into-") as tmp:
+        saved = str(legacy_save(trained_state(steps=2, epoch=1), os.path.join(tmp, "saved")))
+        for n, (name, folders) in enumerate(RESUME_INTO_STATES.items()):
+            for overwrite in (False, True):
+                out = Path(tmp, f"{n}-{overwrite}", "run")
+                out.mkdir(parents=True)
+                for folder in folders:
+                    _step(out, folder)
+                with warnings_of() as warned:
+                    try:
+                        outcome = _resume_saving(
+                            side, trained_state(steps=0, seed=99), saved, str(out), overwrite
+                        )
+                    except Exception as exc:  # a refusal is the row's outcome
+                        outcome = f"{type(exc).__name__}: {exc}"
+
+                def clean(text: str, _out: str = str(out)) -> str:
+                    text = text.replace(_out, "<run>").replace(saved, "<saved>")
+                    return text.replace("train.checkpoint.", "checkpoint.")
+
+                rows[f"{name}, overwrite={overwrite}"] = {
+                    "outcome": clean(outcome),
+                    "warnings": [clean(w) for w in warned],
+                    "after": _folder_listing(out),
+                }
+    return rows
+
+
+def legacy_resume_into() -> dict[str, Any]:
+    return _resume_into_sweep("legacy")
+
+
+def manager_resume_into() -> dict[str, Any]:
+    return _resume_into_sweep("new")
+
+
+SUITE.pair(
+    "component_resume_into_folder",
+    kind="checkpoint",
+    legacy=legacy_resume_into,
+    new=manager_resume_into,
+)
+SUITE.golden(
+    "component_resume_into_folder_rows",
+    kind="checkpoint",
+    producer=manager_resume_into,
+)

@@ -297,6 +297,24 @@ def _error_tree(build: Any) -> dict[str, Any]:
     return {"error": None}
 
 
+def new_error_message(**kw: Any) -> dict[str, Any]:
+    """The component's refusal as a user reads it: its type and message, with the scratch and
+    asset folders named, and the text of the library error it quotes (its cause, worded by the
+    library's version) replaced by the cause's type."""
+    try:
+        short_new_loader(**kw)
+    except Exception as exc:  # the refusal is the artifact
+        text = str(exc)
+        cause = exc.__cause__
+        if cause is not None and str(cause) and str(cause) in text:
+            text = text.replace(str(cause), f"<{type(cause).__name__}>")
+        text = text.replace(str(_scratch()), "<scratch>").replace(
+            str(Path(assets.__file__).parent), "<assets>"
+        )
+        return {"error": type(exc).__name__, "message": text}
+    return {"error": None, "message": None}
+
+
 def legacy_error(**kw: Any) -> dict[str, Any]:
     return _error_tree(lambda: short_legacy_trainer(**kw))
 
@@ -365,6 +383,53 @@ RESUME_CASES: tuple[dict[str, Any], ...] = (
     },
 )
 
+
+def _bad_preset(name: str) -> Path:
+    """A preset_pt path a user may hand over by mistake: ``name`` says what is wrong with it."""
+    import datetime
+
+    import torch
+
+    ids = torch.arange(8).reshape(2, 4)
+    contents: dict[str, Any] = {
+        "preset_empty_list": [],
+        "preset_a_dict": {"input_ids": ids, "labels": ids},
+        "preset_an_int_entry": [5],
+        "preset_no_labels": [{"input_ids": ids}],
+        "preset_1d_ids": [{"input_ids": ids[0], "labels": ids[0]}],
+        "preset_text_labels": [[{"input_ids": ids, "labels": "abc"}]],
+        "preset_rows_differ": [{"input_ids": ids, "labels": ids[:1]}],
+        "preset_rank_entry_not_dict": [[{"input_ids": ids, "labels": ids}, 3]],
+        "preset_pickled_object": [datetime.date(2026, 1, 1)],
+    }
+    root = _scratch() / "bad-preset"
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{name}.pt"
+    if name == "preset_missing":
+        return path
+    if name == "preset_folder":
+        path.mkdir(exist_ok=True)
+        return path
+    torch.save(contents[name], path)
+    return path
+
+
+BAD_PRESETS = (
+    "preset_missing",
+    "preset_folder",
+    "preset_empty_list",
+    "preset_a_dict",
+    "preset_an_int_entry",
+    "preset_no_labels",
+    "preset_1d_ids",
+    "preset_text_labels",
+    "preset_rows_differ",
+    "preset_rank_entry_not_dict",
+    "preset_pickled_object",
+)
+for _name in BAD_PRESETS:
+    register_source(_name, lambda _name=_name: ("preset_pt", _bad_preset(_name)))
+
 # Where legacy raises, the component must raise the same type (each row: why it raises).
 ERROR_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_text", "tok": "asset", "mbs": 2, "gbs": 8, "world": 3},  # 8 % (2*3)
@@ -372,6 +437,8 @@ ERROR_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_text", "tok": "asset", "vocab": 300},  # 512 tokenizer ids > vocab
     {**_BASE, "data": "short_text", "tok": "none"},  # text data without a tokenizer
     {**_BASE, "data": "short_text", "tok": "asset", "text_key": "body"},  # no such column
+    # preset_pt files that are not a list of batch dicts (each source's name says how)
+    *({**_BASE, "data": name, "tok": "none", "mbs": 2, "gbs": 2} for name in BAD_PRESETS),
 )
 
 SUITE.grid(
@@ -401,6 +468,15 @@ SUITE.grid(
     kind="batches",
     legacy=legacy_error,
     new=new_error,
+)
+
+# Tier B: the component's refusals word for word (the pair compares the types: each side names
+# its own fields).
+SUITE.grid(
+    "dataloader_error_golden",
+    params=ERROR_CASES,
+    kind="batches",
+    producer=new_error_message,
 )
 
 # Tier B: the component alone on a few of the layouts above (first 4 batches; resume in full).
