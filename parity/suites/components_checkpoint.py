@@ -1232,3 +1232,92 @@ SUITE.golden(
     kind="checkpoint",
     producer=manager_resume_into,
 )
+
+
+# ----------------------------------------------------------------------------- what load_path names
+#
+# ``load_path`` names a ``step_<N>`` folder or a run folder that holds them. Each row points one
+# side's reader at one such path built from a legacy save (step 2), with ``allow_unverified`` off
+# and on: the outcome and the warnings (which folder a run folder resolves to, what it skips).
+
+
+def _load_path_states(saved: Path, root: Path) -> dict[str, Path]:
+    import shutil
+
+    def copy(to: Path, *, damaged: bool = False) -> Path:
+        shutil.copytree(saved, to)
+        if damaged:
+            _damage(to / EXTRA_STATE_NAME, "truncated")
+        return to
+
+    states: dict[str, Path] = {}
+    states["a path that does not exist"] = root / "missing"
+    (root / "file").write_text("not a folder", encoding="utf-8")
+    states["a file"] = root / "file"
+    states["a step folder"] = copy(root / "one" / "step_2")
+    states["an unfinished save (.partial.step_2)"] = copy(root / "partial" / ".partial.step_2")
+    copy(root / "only-partial" / ".partial.step_2")
+    states["a run folder holding only an unfinished save"] = root / "only-partial"
+    copy(root / "newest" / "step_2")
+    copy(root / "newest" / "step_1")
+    states["a run folder holding steps 1 and 2"] = root / "newest"
+    copy(root / "later-partial" / "step_2")
+    copy(root / "later-partial" / ".partial.step_4")
+    states["a run folder holding step 2 and an unfinished step 4"] = root / "later-partial"
+    copy(root / "later-damaged" / "step_2")
+    copy(root / "later-damaged" / "step_4", damaged=True)
+    states["a run folder holding step 2 and a damaged step 4"] = root / "later-damaged"
+    copy(root / "all-damaged" / "step_2", damaged=True)
+    copy(root / "all-damaged" / "step_3", damaged=True)
+    states["a run folder whose every step is damaged"] = root / "all-damaged"
+    (root / "empty").mkdir()
+    states["an empty folder"] = root / "empty"
+    return states
+
+
+EXTRA_STATE_NAME = "extra_state.json"  # checkpointing.layout.EXTRA_STATE_FILE, spelled out
+
+
+def _load_path_sweep(side: str) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-load-path-") as tmp:
+        saved = legacy_save(trained_state(steps=2, epoch=1), os.path.join(tmp, "saved"))
+        root = Path(tmp, "paths")
+        root.mkdir()
+        for name, path in _load_path_states(saved, root).items():
+            for allow in (False, True):
+                with warnings_of() as warned:
+                    try:
+                        step, epoch = _resume_side(
+                            side,
+                            trained_state(steps=0, seed=99),
+                            str(path),
+                            os.path.join(tmp, "out"),
+                            allow_unverified=allow,
+                        )
+                        outcome = f"ok step={step} epoch={epoch}"
+                    except Exception as exc:  # a refusal is the row's outcome
+                        outcome = f"{type(exc).__name__}: {exc}"
+
+                def clean(text: str) -> str:
+                    return _portable(
+                        text.replace(str(root), "<paths>").replace("train.checkpoint.", "checkpoint.")
+                    )
+
+                rows[f"{name}, allow_unverified={allow}"] = {
+                    "outcome": clean(outcome),
+                    "warnings": [clean(w) for w in warned],
+                }
+    return rows
+
+
+def legacy_load_path() -> dict[str, Any]:
+    return _load_path_sweep("legacy")
+
+
+def manager_load_path() -> dict[str, Any]:
+    return _load_path_sweep("new")
+
+
+SUITE.pair("component_load_path_states", kind="checkpoint", legacy=legacy_load_path, new=manager_load_path)
+SUITE.golden("component_load_path_states_rows", kind="checkpoint", producer=manager_load_path)
