@@ -4,13 +4,14 @@
 DCP folder or a single file, and ``allow_partial_weights`` decides what happens when the file does
 not fit the model. The e2e recipes load one file that fits. Here a reference HF folder of the debug
 model (``parity.e2e.initial_weights``) is reshaped into each state (a tensor missing, many missing,
-one unknown, one of another shape or dtype class, the tied head absent (with its embedding or not), sharded with an
-index, an index with a broken map or a missing shard, a ``config.json`` without a field, a single
-``.safetensors`` file, a ``.pt`` file, one holding an object other than tensors, one holding a list, a
-truncated and an empty ``.pt`` file, a missing path, an empty folder), and each state is loaded
-by both sides with ``allow_partial_weights`` off and on. A row holds the outcome (``ok`` or the
-error line), every warning, and which parameters now hold the file's values (the rest kept their
-random init).
+one unknown, one of another shape or dtype class, the tied head absent (with its embedding or not),
+sharded with an index, an index with a broken map or a missing shard, a ``config.json`` without a
+field or with each dtype key (the cast the load applies), a single ``.safetensors`` file, a ``.pt``
+file, one holding an object other than tensors, one holding a list, a truncated and an empty
+``.pt`` file, a missing path, an empty folder), and each state is loaded by both sides with
+``allow_partial_weights`` off and on. A row holds the outcome (``ok`` or the error line), every
+warning, which parameters now hold the file's values (the rest kept their random init), and a hash
+of every value after the load.
 
 The pair compares the rows legacy against new (the field names made equal: ``train.checkpoint.`` /
 ``checkpoint.``); the golden holds the new side's rows.
@@ -19,6 +20,7 @@ The pair compares the rows legacy against new (the field names made equal: ``tra
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import shutil
 import tempfile
@@ -126,6 +128,20 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         (folder / "config.json").write_text(json.dumps(config))
         return folder
 
+    def config_dtype(**fields: str | None) -> Callable[[Path], Path]:
+        """config.json's dtype keys set (None: removed): the cast a loader applies to the file."""
+
+        def edit(folder: Path) -> Path:
+            config = json.loads((folder / "config.json").read_text())
+            for key, value in fields.items():
+                config.pop(key, None)
+                if value is not None:
+                    config[key] = value
+            (folder / "config.json").write_text(json.dumps(config))
+            return folder
+
+        return edit
+
     return {
         "fits": lambda f: f,
         "one layer tensor missing": lambda f: _rewrite(f, _without(_first_keys(f, 1)[0])),
@@ -141,6 +157,13 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "index map is a list": lambda f: _sharded(f, weight_map=["model-00001-of-00002.safetensors"]),
         "index names a missing shard": lambda f: _sharded(f, drop_shard=True),
         "config.json without vocab_size": config_without_vocab,
+        "config.json says dtype bfloat16": config_dtype(dtype="bfloat16"),
+        "config.json says dtype float16": config_dtype(dtype="float16"),
+        "config.json says torch_dtype bfloat16 (older writers)": config_dtype(
+            dtype=None, torch_dtype="bfloat16"
+        ),
+        "config.json says dtype int8 (not a training dtype)": config_dtype(dtype="int8"),
+        "config.json without a dtype": config_dtype(dtype=None),
         "a .safetensors file": lambda f: _single(f, ".safetensors"),
         "a .pt file": lambda f: _single(f, ".pt"),
         "a path that does not exist": lambda f: f / "nothing_here",
@@ -172,6 +195,14 @@ def _loader(side: str, allow_partial: bool, model: Any, out: str) -> Callable[[s
         sd_adapter=get_spec("qwen3_5").state_dict_adapter,
     )
     return manager.load_weights
+
+
+def _digest(model: Any) -> str:
+    """The model's values after the load, bit for bit, as one hash (a cast shows in it)."""
+    from parity.canonical import tensor_leaf
+
+    leaves = "".join(f"{k}:{tensor_leaf(v).sha256}" for k, v in sorted(model.state_dict().items()))
+    return hashlib.sha256(leaves.encode()).hexdigest()[:16]
 
 
 def _loaded(model: Any, before: dict[str, Any]) -> list[str]:
@@ -208,6 +239,7 @@ def _sweep(side: str) -> dict[str, Any]:
                     "outcome": clean(outcome),
                     "warnings": [clean(w) for w in warned],
                     "loaded": _loaded(model, before),
+                    "values": _digest(model),
                 }
     return rows
 
