@@ -33,6 +33,11 @@ The ``cli_override_types`` golden takes the overrides whose target's type decide
 under a mapping field (``model.config_overrides``: int, float, bool or the string), a string field
 given number- or bool-like text, a number field given a bool or a non-finite number.
 
+The ``config_mapping`` golden (``parity.mapping_sweep``) takes each legacy field to values it accepts
+besides the debug YAML's, through the new entry point: the row is every leaf of
+``HyperTrainer.Config`` that moved (a field dropped, sent elsewhere or through another rule changes
+it), or the error line.
+
 The ``config_values`` goldens (``parity.value_sweep``) take the ways in that no command-line string
 reaches: a YAML file holding ``null``, a list or a mapping in each field and an unknown key in each
 section (status, error line and warnings, through either entry point), and a recipe built in
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 from parity.cases import REGISTRY
 from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, override_types, sweep, yaml_files
+from parity.mapping_sweep import mapping_rows
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
 SUITE = REGISTRY.suite(tags=("cli",), kind="cli")
@@ -53,3 +59,4 @@ SUITE.grid(params=[("cli_misuse", {"entry": entry}) for entry in MISUSE], produc
 SUITE.grid(params=[("cli_yaml_files", {"entry": entry}) for entry in MISUSE], producer=yaml_files)
 SUITE.golden("cli_override_types", producer=override_types)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
+SUITE.golden("config_mapping", producer=mapping_rows)
