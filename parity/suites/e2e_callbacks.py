@@ -7,7 +7,8 @@ entry), the trainer state it sees (``global_step``, ``epoch``, ``max_steps``) an
 canonical form (floats as float leaves, tensors by canonical hash, the ``on_log`` metrics with the
 values of the deterministic keys and the types of the others, checkpoint folders relative to the
 run's folder). Each run trains, saves, and then resumes from its run folder, so ``on_save`` and
-``on_load`` are in the sequence as well as the step, micro-batch and log events.
+``on_load`` are in the sequence as well as the step, micro-batch and log events; after training,
+each run dispatches ``on_evaluate`` as user code would (with metrics and without).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
         trainer = legacy_to_trainer_config(args).build()
     trainer.add_callback(recorder)
     trainer.train()
+    # Neither trainer evaluates (legacy evaluation is a stub); user code that does hands its
+    # metrics to the callbacks through the trainer's dispatch, with and without metrics.
+    trainer.dispatch_evaluate_event({"eval_loss": 0.5})
+    trainer.dispatch_evaluate_event()
     return recorder.events
 
 
