@@ -414,6 +414,20 @@ def _bad_preset(name: str) -> Path:
     return path
 
 
+def _long_text_bad_row() -> Path:
+    """2,500 text rows, row 2,345 (1-based) holding a number: past ``datasets.map``'s first two
+    batches of 1,000, so the row number a refusal names counts over every batch before it."""
+    import json
+
+    path = _scratch() / "long-text-bad-row.jsonl"
+    if not path.exists():
+        rows = [{"text": f"row {n} text"} if n != 2345 else {"text": 5} for n in range(1, 2501)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+register_source("long_text_bad_row", lambda: ("hf_datasets", _long_text_bad_row()))
+
 BAD_PRESETS = (
     "preset_missing",
     "preset_folder",
@@ -437,6 +451,7 @@ ERROR_CASES: tuple[dict[str, Any], ...] = (
     {**_BASE, "data": "short_text", "tok": "asset", "vocab": 300},  # 512 tokenizer ids > vocab
     {**_BASE, "data": "short_text", "tok": "none"},  # text data without a tokenizer
     {**_BASE, "data": "short_text", "tok": "asset", "text_key": "body"},  # no such column
+    {**_BASE, "data": "long_text_bad_row", "tok": "asset"},  # a number in row 2,345 of 2,500
     # preset_pt files that are not a list of batch dicts (each source's name says how)
     *({**_BASE, "data": name, "tok": "none", "mbs": 2, "gbs": 2} for name in BAD_PRESETS),
 )
