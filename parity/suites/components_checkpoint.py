@@ -481,6 +481,35 @@ SUITE.golden(
 )
 
 
+def manager_json_texts(*, steps: int) -> dict[str, Any]:
+    """Every JSON file of a manager save as the text a user opens (indentation, key order, the
+    final newline): the parsed values are compared above; here the bytes. Digests and sizes of the
+    archive files (nondeterministic bytes) are masked."""
+    import re
+
+    state = trained_state(steps=steps)
+    with tempfile.TemporaryDirectory(prefix="parity-ckpt-") as tmp:
+        step_dir = manager_save(state, tmp)
+        texts = {
+            p.relative_to(step_dir).as_posix(): p.read_text(encoding="utf-8")
+            for p in sorted(step_dir.rglob("*.json"))
+        }
+    masked = {
+        name: re.sub(r'("size": )\d+', r"\1<n>", re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", text))
+        for name, text in texts.items()
+    }
+    return {name: text.splitlines(keepends=True) for name, text in masked.items()}
+
+
+SUITE.golden(
+    "component_checkpoint_json_texts",
+    kind="checkpoint",
+    seed=0,
+    params={"steps": 2},
+    producer=manager_json_texts,
+)
+
+
 # ----------------------------------------------------------------------------- save_async
 
 
