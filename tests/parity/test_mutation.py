@@ -252,7 +252,7 @@ def test_a_mutant_meets_its_neighbours_killers_first_then_both_tiers_early():
     groups = [Group(f"g{i}", [f"c{i}"], seconds=float(i)) for i in range(6)]
     tiers = {"g0": "A", "g1": "A", "g2": "A", "g3": "B", "g4": "B", "g5": "A"}
     cmap = CoverageMap(groups, {})
-    killers = Killers(cmap, tiers)
+    killers = Killers(cmap, tiers, recorded={})
     m = Mutant("n", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", "k")
     # Cheapest first, alternating tiers: A, B, A, B, A, A.
     assert [g.label for g in killers.order(m, groups)] == ["g0", "g3", "g1", "g4", "g2", "g5"]
@@ -266,9 +266,13 @@ def test_a_capped_run_meets_one_group_of_each_family_before_a_second_of_any():
 
     cases = ["a.grid-x=1", "a.grid-x=2", "a.grid-x=3", "b.one", "c.grid-y=1", "c.grid-y=2"]
     groups = [Group(f"g{i}", [c], seconds=float(i)) for i, c in enumerate(cases)]
-    killers = Killers(CoverageMap(groups, {}), {g.label: "B" for g in groups})
+    killers = Killers(CoverageMap(groups, {}), {g.label: "B" for g in groups}, recorded={})
     m = Mutant("n", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", "k")
     assert [g.label for g in killers.order(m, groups)] == ["g0", "g3", "g4", "g1", "g5", "g2"]
+    # A group that killed more per second in the recorded runs goes first within its round.
+    recorded = {"c.grid-y=2": ["k1", "k2"], "a.grid-x=3": ["k3"]}
+    killers = Killers(CoverageMap(groups, {}), {g.label: "B" for g in groups}, recorded=recorded)
+    assert [g.label for g in killers.order(m, groups)] == ["g2", "g5", "g3", "g0", "g4", "g1"]
 
 
 def test_a_map_of_some_files_serves_only_them_and_restricts_coverage(tmp_path):

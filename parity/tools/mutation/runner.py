@@ -224,9 +224,21 @@ class Killers:
     Mutants of one statement or function tend to die in the same group; a group that killed
     none of them goes after the ones that did, cheapest first among equals."""
 
-    def __init__(self, cmap: coverage.CoverageMap, tiers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cmap: coverage.CoverageMap,
+        tiers: dict[str, str] | None = None,
+        recorded: dict[str, list[str]] | None = None,
+    ) -> None:
         self.label_of = {case: g.label for g in cmap.groups for case in g.cases}
         self.tier_of = cmap.tiers() if tiers is None else tiers
+        # Kills per second of each group in the recorded runs (kills.json): a group that killed
+        # many mutants before is tried before one as cheap that never killed any.
+        recorded = kills.load() if recorded is None else recorded
+        self.rate = {
+            g.label: sum(len(recorded.get(case, ())) for case in g.cases) / max(g.seconds, 0.1)
+            for g in cmap.groups
+        }
         self.by_function: dict[str, dict[str, int]] = {}
         self.by_file: dict[str, dict[str, int]] = {}
         self.lock = threading.Lock()
@@ -242,7 +254,8 @@ class Killers:
 
     def order(self, m: Mutant, groups: list[coverage.Group]) -> list[coverage.Group]:
         """Killers of its neighbours first; then one group of each family (a case name's grid) before
-        a second of any, the tiers alternating and cheapest first within each: tier A pairs see a
+        a second of any, the tiers alternating and, within each, the groups that killed most per
+        second in the recorded runs first (then the cheapest): tier A pairs see a
         change on one side, only tier B goldens see one in code both sides share, so a mutant must
         meet both early."""
         with self.lock:
@@ -252,7 +265,11 @@ class Killers:
             (g for g in groups if fn.get(g.label) or fl.get(g.label)),
             key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label),
         )
-        rest = [g for g in sorted(groups, key=lambda g: (g.seconds, g.label)) if g not in proven]
+        rest = [
+            g
+            for g in sorted(groups, key=lambda g: (-self.rate.get(g.label, 0.0), g.seconds, g.label))
+            if g not in proven
+        ]
         # Round n holds each family's n-th cheapest group: one cheap group of every family before a
         # second of any, so that a capped run (--max-groups) meets as many behaviours as it can.
         rounds: list[list[coverage.Group]] = []
