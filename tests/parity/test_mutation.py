@@ -479,3 +479,10 @@ def test_a_product_that_fails_at_import_is_a_kill_and_a_harness_failure_is_not(t
         verdict = json.loads(out.read_text())
         assert verdict["status"] == expected
         assert verdict["case"] == ("a.b" if expected == "killed" else None)
+
+
+def test_a_statement_run_at_import_takes_the_groups_of_its_whole_file():
+    groups = [Group(f"g{i}", [f"c{i}"], seconds=float(i)) for i in range(3)]
+    cmap = CoverageMap(groups, {"hyper_parallel/a.py": {5: ["g2"], 9: ["g1"]}}, {"hyper_parallel/a.py": [1]})
+    assert [g.label for g in cmap.groups_for("hyper_parallel/a.py", 1)] == ["g1", "g2"]
+    assert [g.label for g in cmap.groups_for("hyper_parallel/a.py", 5)] == ["g2"]

@@ -59,9 +59,14 @@ class CoverageMap:
 
     def groups_for(self, path: str, line: int, function: str | None = None) -> list[Group]:
         """The green groups that run ``path``'s statement at ``line`` (in a file edited since the
-        map: that ``function``'s groups), cheapest first."""
+        map: that ``function``'s groups; a statement run at import: the file's groups), cheapest
+        first."""
         if path in self.by_function:
             labels = self.functions.get(path, {}).get(function or "", [])
+        elif line in self._import.get(path, ()):
+            # A statement run at import (a registration, a table) serves every later use of the
+            # module: the groups that ran any line of the file, not only those that imported it.
+            labels = sorted({x for rows in self.lines.get(path, {}).values() for x in rows})
         else:
             labels = self.lines.get(path, {}).get(line, [])
         chosen = [self._by_label[x] for x in labels if x in self._by_label]
