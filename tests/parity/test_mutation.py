@@ -486,3 +486,45 @@ def test_a_statement_run_at_import_takes_the_groups_of_its_whole_file():
     cmap = CoverageMap(groups, {"hyper_parallel/a.py": {5: ["g2"], 9: ["g1"]}}, {"hyper_parallel/a.py": [1]})
     assert [g.label for g in cmap.groups_for("hyper_parallel/a.py", 1)] == ["g1", "g2"]
     assert [g.label for g in cmap.groups_for("hyper_parallel/a.py", 5)] == ["g2"]
+
+
+def test_a_forked_rank_records_its_lines_under_its_group(tmp_path):
+    """coverage.py restarts in a forked child without the dynamic context: the child must set it
+    again, or a forked rank's lines count as run at import (and no group covers them)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "mod.py").write_text("def f(x):\n    return x + 1\n", encoding="utf-8")
+    (tmp_path / "rc").write_text(
+        f"[run]\nparallel = true\npatch = fork, _exit\ncontext = import\ninclude = {tmp_path / 'mod.py'}\n",
+        encoding="utf-8",
+    )
+    script = textwrap.dedent(
+        f"""
+        import os, sys, threading, coverage
+        sys.path.insert(0, {str(tmp_path)!r})
+        cov = coverage.Coverage(data_file={str(tmp_path / ".cov")!r}, config_file={str(tmp_path / "rc")!r})
+        cov.start()
+        import mod
+        from parity.tools.mutation.child import _switch_context
+        _switch_context("g7")
+        pid = os.fork()
+        if pid == 0:
+            t = threading.Thread(target=lambda: mod.f(1)); t.start(); t.join()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        cov.stop(); cov.save()
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    import coverage
+
+    contexts: dict[int, set[str]] = {}
+    for data_file in tmp_path.glob(".cov.*"):
+        data = coverage.CoverageData(str(data_file))
+        data.read()
+        for measured in data.measured_files():
+            for line, names in data.contexts_by_lineno(measured).items():
+                contexts.setdefault(line, set()).update(names)
+    assert contexts[2] == {"import|g7"}  # the body, run in the forked child's thread

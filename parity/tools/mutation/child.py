@@ -65,6 +65,7 @@ def crash_site(exc: BaseException, product_root: str) -> str | None:
 
 def _switch_context(label: str) -> None:
     """Tell coverage.py (when it measures this process) and the processes to come which group runs."""
+    global _at_fork
     os.environ["PARITY_MUTATION_GROUP"] = label
     try:
         import coverage
@@ -72,6 +73,23 @@ def _switch_context(label: str) -> None:
         return
     current = coverage.Coverage.current()
     if current is not None:
+        current.switch_context(label)
+        if not _at_fork:
+            # coverage.py restarts in a forked child (``patch = fork``) without the dynamic
+            # context, so a forked rank's lines would count as run at import: set it again there.
+            os.register_at_fork(after_in_child=_context_in_child)
+            _at_fork = True
+
+
+_at_fork = False
+
+
+def _context_in_child() -> None:
+    import coverage
+
+    current = coverage.Coverage.current()
+    label = os.environ.get("PARITY_MUTATION_GROUP")
+    if current is not None and label:
         current.switch_context(label)
 
 
