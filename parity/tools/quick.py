@@ -79,7 +79,8 @@ def make_plan(
     kills: Mapping[str, Sequence[str]] | None = None,
 ) -> QuickPlan:
     """Group the torch cases by claimed plant. A case that claims no plant is measured by the
-    mutation run when it killed a recorded mutant (``kills``: ``parity.tools.mutation.kills``);
+    mutation run when it (or another cell of its grid) killed a recorded mutant (``kills``:
+    ``parity.tools.mutation.kills``);
     one with neither (unless listed in ``unmeasured``, the known debt), a claim naming no case or
     an unknown plant, and a claim of an inert plant are problems."""
     if kills is None:
@@ -89,6 +90,9 @@ def make_plan(
     plan = QuickPlan()
     by_name = {p.name: p for p in plants}
     cases = list(cases)
+    # A grid's cells share their producer: a kill by any cell vouches for the grid, as a claim by
+    # the grid's name does.
+    killed_names = {c.name for c in cases if kills.get(c.id)}
     keys = {c.id for c in cases} | {c.name for c in cases}
     for key in sorted(set(claims) - keys):
         plan.problems.append(f"claim {key!r} names no registered case (id or name)")
@@ -105,7 +109,7 @@ def make_plan(
             plan.problems.append(
                 f"case {case.id} claims a plant and is listed UNMEASURED: drop it from UNMEASURED"
             )
-        if not claimed and kills.get(case.id):
+        if not claimed and (kills.get(case.id) or case.name in killed_names):
             plan.by_mutants.append(case.id)
             continue
         if not claimed:

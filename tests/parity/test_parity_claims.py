@@ -76,3 +76,14 @@ def test_a_damaged_kills_file_is_an_error(tmp_path):
     path.write_text('{"kills": {"k.a": "not a list"}}')
     with pytest.raises(SystemExit, match="kills.json: expected"):
         kills.load(path)
+
+
+def test_a_kill_by_one_cell_of_a_grid_vouches_for_the_grid():
+    from parity.cases import Registry
+
+    reg = Registry()
+    reg.grid("g", params=[{"x": 1}, {"x": 2}], kind="k", producer=lambda x: x)
+    reg.golden("other", kind="k", producer=lambda: 1)
+    plan = make_plan(reg, claims={}, unmeasured=(), kills={"k.g-x=1": ["hyper_parallel/x.py:f:1"]})
+    assert plan.by_mutants == ["k.g-x=1", "k.g-x=2"]
+    assert [p.split()[1] for p in plan.problems] == ["k.other"]
