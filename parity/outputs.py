@@ -847,9 +847,11 @@ OUTPUTS: tuple[Output, ...] = (
         "event",
         (f"{_BASE}:BaseTrainer.dispatch_evaluate_event",),
         (f"{_HT}:HyperTrainer.dispatch_evaluate_event",),
-        None,
-        "dispatched by neither trainer: nothing in hyper_parallel/ calls dispatch_evaluate_event "
-        "(evaluation is a stub); one dispatched would appear in e2e.events",
+        ("e2e.events.on_evaluate",),
+        "neither trainer evaluates (evaluation is a stub): user_callbacks dispatches it as user "
+        "code would, with metrics and without, after training",
+        EXACT,
+        ("user_callbacks",),
     ),
     # ------------------------------------------------------------------ return values
     Output(

@@ -137,8 +137,12 @@ def trees(runs) -> dict[str, list[Any]]:
     from parity.suites import e2e_seams
 
     fresh = [runs[side]["fresh"] for side in ("legacy", "new")]
+    from parity.suites import e2e_callbacks
+
+    # The events user code dispatches itself (on_evaluate), as user_callbacks records them.
+    user_events = {"events": e2e_callbacks._train("new", str(runs["root"] / "user"), "--train.max_steps=1")}
     out = {
-        "e2e": _e2e_trees(runs),
+        "e2e": [*_e2e_trees(runs), user_events],
         "throughput": [e2e_seams._records(run["raw"]["log_history"]) for run in fresh],
         "metrics": [cm.legacy_case(**cm.CASE_PARAMS[0])],
         "wandb": [cm.legacy_wandb_init(run_name="parity-run", project="hp-parity")],
@@ -323,7 +327,7 @@ def test_every_hook_event_key_and_artifact_has_a_row(runs, trees):
         assert _rows_with_path(f"e2e.events.{hook}"), f"event {hook} is recorded but compared by no row"
     for name in RUN_ARTIFACTS:
         assert _rows_with_path(f"e2e.{name}"), f"e2e artifact {name} is in no row"
-    keys = {key for tree in trees["e2e"] for key in tree["metrics"]["keys"]}
+    keys = {key for tree in _trainer_runs(trees) for key in tree["metrics"]["keys"]}
     assert {"tflops", "mfu", "step_time", "tokens_per_sec"} <= keys, keys
     for key in keys:
         assert any(
@@ -345,9 +349,15 @@ def test_what_the_added_keys_hold(runs):
     assert names == ["rank_0/rank0.<time_ns>.pt.trace.json"], names
 
 
+def _trainer_runs(trees: dict[str, list[Any]]) -> list[Any]:
+    """The e2e trees of whole runs (not the user_callbacks events alone)."""
+    return [tree for tree in trees["e2e"] if "metrics" in tree]
+
+
 def test_claims_of_uncompared_rows(trees):
-    recorded = {hook for tree in trees["e2e"] for event in tree["events"] for hook in event}
-    # on_init_end and on_evaluate reach no user callback; nothing calls dispatch_evaluate_event.
+    recorded = {hook for tree in _trainer_runs(trees) for event in tree["events"] for hook in event}
+    # on_init_end and on_evaluate reach no user callback from a run; nothing in the product calls
+    # dispatch_evaluate_event (user_callbacks dispatches it as user code would).
     assert not {"on_init_end", "on_evaluate"} & recorded
     sources = [p for p in (REPO / "hyper_parallel").rglob("*.py")]
     callers = [
