@@ -410,6 +410,47 @@ def misuse(entry: str) -> dict[str, str]:
     return rows
 
 
+# The entry points as a user starts them: a process of its own, its arguments read from sys.argv,
+# its logging set up by main and its exit status the process's. ``{yaml}`` is the debug YAML.
+PROCESS_COMMANDS: dict[str, tuple[str, ...]] = {
+    "legacy": ("scripts/train_lm.py",),
+    "new": ("-m", "hyper_parallel.train"),
+}
+PROCESS_ARGV: dict[str, tuple[tuple[str, ...], ...]] = {
+    "legacy": (("{yaml}", "--train.max_steps=-1"),),
+    "new": (
+        ("{yaml}", "--train.max_steps=-1"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr", "x"),
+    ),
+}
+
+
+def processes(entry: str) -> dict[str, str]:
+    """Each command line of ``PROCESS_ARGV[entry]`` run as ``python <entry> ...``: the exit status
+    and the lines of stderr that say ``error``, repository paths relative."""
+    import subprocess
+    import sys
+
+    if entry not in PROCESS_COMMANDS:
+        raise ValueError(f"entry must be one of {', '.join(PROCESS_COMMANDS)}, got {entry!r}")
+    env = {k: v for k, v in os.environ.items() if k != DEBUG_ENV}
+    env.update(COLUMNS="100", PYTHONHASHSEED="0", HYPER_PARALLEL_PROGRESS="0")
+    rows: dict[str, str] = {}
+    for argv in PROCESS_ARGV[entry]:
+        tokens = [t.format(yaml=DEBUG_YAML) for t in argv]
+        done = subprocess.run(
+            [sys.executable, *PROCESS_COMMANDS[entry], *tokens],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+        rows[" ".join(argv)] = f"{done.returncode} " + " | ".join(errors).replace(str(REPO_ROOT), "<repo>")
+    return rows
+
+
 # The debug recipe's YAML file changed in one way each: what either entry point reads from a file
 # rather than from flags (its parser, the top-level and section checks, the lenient unknown keys).
 _BASE_YAML = DEBUG_YAML.read_text(encoding="utf-8")

@@ -33,6 +33,10 @@ The ``cli_override_types`` golden takes the overrides whose target's type decide
 under a mapping field (``model.config_overrides``: int, float, bool or the string), a string field
 given number- or bool-like text, a number field given a bool or a non-finite number.
 
+The ``cli_processes`` goldens start each entry point as a user does, a process of its own whose
+arguments come from ``sys.argv`` (every other row calls the parse in this process): the exit status
+and the error lines of a refused value.
+
 The ``config_mapping`` golden (``parity.mapping_sweep``) takes each legacy field to values it accepts
 besides the debug YAML's, through the new entry point: the row is every leaf of
 ``HyperTrainer.Config`` that moved (a field dropped, sent elsewhere or through another rule changes
@@ -48,7 +52,17 @@ Python, each field of each Config node set to one value per class (what the node
 from __future__ import annotations
 
 from parity.cases import REGISTRY
-from parity.config_sweep import MISUSE, ROUTES, boundaries, misuse, override_types, sweep, yaml_files
+from parity.config_sweep import (
+    MISUSE,
+    PROCESS_COMMANDS,
+    ROUTES,
+    boundaries,
+    misuse,
+    override_types,
+    processes,
+    sweep,
+    yaml_files,
+)
 from parity.mapping_sweep import mapping_rows
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
@@ -60,3 +74,4 @@ SUITE.grid(params=[("cli_yaml_files", {"entry": entry}) for entry in MISUSE], pr
 SUITE.golden("cli_override_types", producer=override_types)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
 SUITE.golden("config_mapping", producer=mapping_rows)
+SUITE.grid(params=[("cli_processes", {"entry": entry}) for entry in PROCESS_COMMANDS], producer=processes)
