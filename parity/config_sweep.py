@@ -412,9 +412,11 @@ def misuse(entry: str) -> dict[str, str]:
 
 # The entry points as a user starts them: a process of its own, its arguments read from sys.argv,
 # its logging set up by main and its exit status the process's. ``{yaml}`` is the debug YAML.
+# The new entry's main is called as a console script calls it, not through ``-m``: code run as
+# ``__main__`` is a module mutmut's trampolines do not know, so no mutant of it could be selected.
 PROCESS_COMMANDS: dict[str, tuple[str, ...]] = {
     "legacy": ("scripts/train_lm.py",),
-    "new": ("-m", "hyper_parallel.train"),
+    "new": ("-c", "import sys; from hyper_parallel.train import main; sys.exit(main())"),
 }
 PROCESS_ARGV: dict[str, tuple[tuple[str, ...], ...]] = {
     "legacy": (("{yaml}", "--train.max_steps=-1"),),
