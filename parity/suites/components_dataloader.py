@@ -441,8 +441,14 @@ BAD_PRESETS = (
     "preset_rank_entry_not_dict",
     "preset_pickled_object",
 )
+
+
+def _bad_preset_source(name: str) -> tuple[str, Path]:
+    return "preset_pt", _bad_preset(name)
+
+
 for _name in BAD_PRESETS:
-    register_source(_name, lambda _name=_name: ("preset_pt", _bad_preset(_name)))
+    register_source(_name, functools.partial(_bad_preset_source, _name))
 
 # Where legacy raises, the component must raise the same type (each row: why it raises).
 ERROR_CASES: tuple[dict[str, Any], ...] = (
