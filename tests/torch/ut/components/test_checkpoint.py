@@ -58,6 +58,12 @@ def test_cases_are_registered():
         "checkpoint.component_checkpoint_changed_run_settings_rows-steps=2",
         "checkpoint.component_run_folder_states",
         "checkpoint.component_run_folder_states_rows",
+        # every JSON file of a save as text; resuming into a folder; what load_path names
+        "checkpoint.component_checkpoint_json_texts-steps=2",
+        "checkpoint.component_resume_into_folder",
+        "checkpoint.component_resume_into_folder_rows",
+        "checkpoint.component_load_path_states",
+        "checkpoint.component_load_path_states_rows",
         # initial weights in 16 states x allow_partial_weights (components_weights)
         "checkpoint.component_weights_states",
         "checkpoint.component_weights_states_rows",
