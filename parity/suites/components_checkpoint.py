@@ -660,6 +660,20 @@ def _resume_side(
     return manager(target, out, save_steps=0, load_path=path, run_settings=run_settings, **flags).load()
 
 
+def _resume_outcome(
+    side: str, target: TrainedState, path: str, out: str, **how: Any
+) -> tuple[str, list[str]]:
+    """A row's resume through ``_resume_side``: ``"ok step=N epoch=E"`` or the refusal, and the
+    warnings it logged."""
+    with warnings_of() as warned:
+        try:
+            step, epoch = _resume_side(side, target, path, out, **how)
+            outcome = f"ok step={step} epoch={epoch}"
+        except Exception as exc:  # a refusal is the row's outcome
+            outcome = f"{type(exc).__name__}: {exc}"
+    return outcome, warned
+
+
 def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
     import shutil
 
@@ -700,12 +714,7 @@ def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
             elif manifest == "unverified":
                 (copy / MANIFEST_FILE).unlink()
             flags: dict[str, Any] = {"allow_unverified": True} if manifest == "unverified" else {}
-            with warnings_of() as warned:
-                try:
-                    step, epoch = _resume_side(side, target, str(copy), str(copy.parent / "out"), **flags)
-                    outcome = f"ok step={step} epoch={epoch}"
-                except Exception as exc:  # a refusal is the row's outcome
-                    outcome = f"{type(exc).__name__}: {exc}"
+            outcome, warned = _resume_outcome(side, target, str(copy), str(copy.parent / "out"), **flags)
             rows[row] = {
                 "outcome": _relative(outcome, copy),
                 "warnings": [_relative(w, copy) for w in warned],
@@ -806,12 +815,7 @@ def _settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
                 group[key] = value
                 if key == "lr":  # what the LR schedule was configured with
                     group["initial_lr"] = value
-                with warnings_of() as warned:
-                    try:
-                        step, epoch = _resume_side(side, target, saved, out, resume_config_changes=mode)
-                        outcome = f"ok step={step} epoch={epoch}"
-                    except Exception as exc:  # a refusal is the row's outcome
-                        outcome = f"{type(exc).__name__}: {exc}"
+                outcome, warned = _resume_outcome(side, target, saved, out, resume_config_changes=mode)
                 trains_with = target.optimizer.param_groups[0]
                 rows[f"{key}={value!r}, {mode}"] = {
                     "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
@@ -878,12 +882,7 @@ def _with(settings: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _resume_row(side: str, target: TrainedState, saved: str, out: str, **how: Any) -> dict[str, Any]:
-    with warnings_of() as warned:
-        try:
-            step, epoch = _resume_side(side, target, saved, out, **how)
-            outcome = f"ok step={step} epoch={epoch}"
-        except Exception as exc:  # a refusal is the row's outcome
-            outcome = f"{type(exc).__name__}: {exc}"
+    outcome, warned = _resume_outcome(side, target, saved, out, **how)
     clean = [w.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint.") for w in warned]
     return {
         "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
@@ -1315,18 +1314,13 @@ def _load_path_sweep(side: str) -> dict[str, Any]:
         root.mkdir()
         for name, path in _load_path_states(saved, root).items():
             for allow in (False, True):
-                with warnings_of() as warned:
-                    try:
-                        step, epoch = _resume_side(
-                            side,
-                            trained_state(steps=0, seed=99),
-                            str(path),
-                            os.path.join(tmp, "out"),
-                            allow_unverified=allow,
-                        )
-                        outcome = f"ok step={step} epoch={epoch}"
-                    except Exception as exc:  # a refusal is the row's outcome
-                        outcome = f"{type(exc).__name__}: {exc}"
+                outcome, warned = _resume_outcome(
+                    side,
+                    trained_state(steps=0, seed=99),
+                    str(path),
+                    os.path.join(tmp, "out"),
+                    allow_unverified=allow,
+                )
 
                 def clean(text: str) -> str:
                     return _portable(
