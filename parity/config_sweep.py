@@ -49,6 +49,7 @@ __all__ = [
     "recipe_subcommands",
     "run_parse",
     "MISUSE",
+    "MISUSE_ENV",
     "boundaries",
     "boundary_values",
     "misuse",
@@ -363,6 +364,13 @@ MISUSE: dict[str, tuple[tuple[str, ...], ...]] = {
         ("{yaml}", "--train.max_steps=5", "--train.max_steps=6"),
         ("{yaml}", "--train=5"),
         ("{yaml}", "--help"),
+        # torchrun's --local-rank token (either spelling) is dropped; LOCAL_RANK sets train.local_rank.
+        ("{yaml}", "--local-rank=3"),
+        ("{yaml}", "--local_rank=3"),
+        # A near miss two sections deep: the hint keeps the whole parent path.
+        ("{yaml}", "--train.optimizer.lrr=1"),
+        # A warmup longer than the run (check_run_values).
+        ("{yaml}", "--train.optimizer.lr_warmup_ratio=2"),
     ),
     "new": (
         (),
@@ -381,13 +389,30 @@ MISUSE: dict[str, tuple[tuple[str, ...], ...]] = {
         ("{yaml}", "--train.max_step=5"),
         ("{yaml}", "--module", "qwen3_5"),
         ("--module", "qwen3_5", "--config", "debug", "--help"),
+        ("{yaml}", "--local-rank=3"),
+        # A flag spelled with hyphens: the value as typed, and the near miss, under the underscore name.
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.weight-decay", "abc"),
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.weight-decayy", "1"),
+        # An extra value after a '--a.b=v' flag.
+        ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr=1", "2"),
+        # A warmup longer than the run (validate_cross_fields).
+        ("--module", "qwen3_5", "--config", "debug", "--lr_scheduler.lr_warmup_ratio", "2"),
+        # A Config's own refusal names warmup_steps, a field of another section too: the flag blamed
+        # is the one under the section that refused.
+        (*RECIPE, "--lr_scheduler.warmup_steps", "5", "--profiler.warmup_steps", "1"),
     ),
+}
+# The same, under an environment a launcher sets: ``(variables, command line)``.
+MISUSE_ENV: dict[str, tuple[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], ...]] = {
+    "legacy": (((("LOCAL_RANK", "abc"),), ("{yaml}",)),),
+    "new": (((("LOCAL_RANK", "abc"),), ("{yaml}",)),),
 }
 
 
 def misuse(entry: str) -> dict[str, str]:
     """Each command line of ``MISUSE[entry]``: ``ok``, the status and error line, or for ``--help``
-    the status and the help text's description (its wording, not the layout of the flags)."""
+    the status and the help text's description (its wording, not the layout of the flags); then
+    those of ``MISUSE_ENV[entry]``, each under its variables (``LOCAL_RANK=abc <tokens>``)."""
     if entry not in MISUSE:
         raise ValueError(f"entry must be one of {', '.join(MISUSE)}, got {entry!r}")
     prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
@@ -407,6 +432,11 @@ def misuse(entry: str) -> dict[str, str]:
                 rows[label] = f"{code} " + " | ".join(_help_description(out.getvalue()))
             else:
                 rows[label] = _line(run_parse(prog, parse, tokens)).replace(str(REPO_ROOT), "<repo>")
+        for env, argv in MISUSE_ENV[entry]:
+            tokens = [t.format(yaml=DEBUG_YAML) for t in argv]
+            label = " ".join([*(f"{name}={value}" for name, value in env), *argv])
+            with mock.patch.dict(os.environ, dict(env)):
+                rows[label] = _line(run_parse(prog, parse, tokens)).replace(str(REPO_ROOT), "<repo>")
     return rows
 
 
@@ -423,6 +453,8 @@ PROCESS_ARGV: dict[str, tuple[tuple[str, ...], ...]] = {
     "new": (
         ("{yaml}", "--train.max_steps=-1"),
         ("--module", "qwen3_5", "--config", "debug", "--optimizer.lr", "x"),
+        # Parses, then an init step refuses (no tokenizer for hf_text): its one line, status 2.
+        ("--module", "qwen3_5", "--config", "debug", "dataloader:hf_text"),
     ),
 }
 
@@ -512,7 +544,8 @@ def yaml_files(entry: str) -> dict[str, str]:
 
 # ``--a.b=v`` overrides whose target type decides the value: into a mapping field (no type below
 # it: int, float, bool, null or the string), a string field given number- or bool-like text, a
-# number field given a bool or a non-finite number, a list field given YAML, broken YAML or a scalar.
+# number field given a bool or a non-finite number, a list field given YAML, broken YAML, a scalar
+# or three numbers, a closed set given another case, a section given a YAML mapping or a scalar.
 OVERRIDE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model.config_overrides.zz_key", ("true", "False", "7", "1.5", "1e3", "text", "null", "[1, 2]")),
     ("model.tp_plan.zz_layer", ("true", "7", "text")),
@@ -520,8 +553,13 @@ OVERRIDE_TYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data.text_key", ("7", "true")),
     ("train.optimizer.lr", ("true", "inf", "nan", "1e-3")),
     ("train.max_steps", ("true", "7.0", "1e3")),
-    ("train.optimizer.betas", ("[0.8, 0.9]", "[0.9,", "{a: 1}", "0.9")),
+    ("train.optimizer.betas", ("[0.8, 0.9]", "[0.9,", "{a: 1}", "0.9", "[0.8, 0.9, 0.99]")),
     ("model.freeze_modules", ("[a, b]", "[a, a: b", "a")),
+    # A closed set of strings: case folded (type, activation_checkpoint) or not, and a value outside it.
+    ("train.optimizer.type", ("AdamW",)),
+    ("train.gradient_checkpointing.activation_checkpoint", ("FULL", "bogus")),
+    # A whole section given as a YAML mapping.
+    ("train.gradient_checkpointing", ("{activation_checkpoint: full}", "full")),
 )
 
 

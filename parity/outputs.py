@@ -99,6 +99,16 @@ TREES: dict[str, Tree] = {
         "sides in one golden",
         ("trainer_log",),
     ),
+    "progress": Tree(
+        "parity.suites.legacy_trainer.progress_bar: what a terminal receives from LLMTrainer's tqdm bar "
+        "(tqdm's clock pinned, width fixed, timed fields of the routed step line replaced)",
+        ("legacy_progress_bar",),
+    ),
+    "gc": Tree(
+        "parity.suites.e2e_callbacks.legacy_gc / new_gc: a user callback's per-step count of full "
+        "collections and whether automatic collection is on (train.debug.gc_steps)",
+        ("user_callbacks_gc",),
+    ),
     "profiler": Tree(
         "parity.suites.components_profiler.legacy_profile / new_profile (recording fakes of torch.profiler)",
         ("profiler_run", "profiler_run_hypothesis"),
@@ -386,7 +396,8 @@ OUTPUTS: tuple[Output, ...] = (
         (f"{_SINKS}:WandbCallback.on_train_begin", f"{_SINKS}:WandbCallback.on_step_end"),
         (f"{_MET}:MetricsProcessor._open_wandb", f"{_MET}:MetricsProcessor.log"),
         ("wandb.init", "wandb.logs"),
-        "compared through a fake wandb module (no files): the run's project and name and every "
+        "compared through a fake wandb module (no files): the run's project and name, its folder "
+        "(WANDB_DIR set to a folder other than the working one, compared as <WANDB_DIR> or <cwd>) and every "
         "log call (scalars and step) and finish; the offline run file itself is compared by "
         "tests/torch/ut/components/test_metrics.py::test_wandb_offline_run_files_match_legacy, "
         "not by a parity case; W&B's own files (logs, requirements, console capture) are W&B's",
@@ -399,12 +410,13 @@ OUTPUTS: tuple[Output, ...] = (
         "value",
         (f"{_SINKS}:WandbCallback.on_train_begin", f"{_SINKS}:args_to_dict"),
         (f"{_MET}:MetricsProcessor._open_wandb", f"{_MET}:_as_plain"),
-        ("wandb_mapped.report_to",),
+        ("wandb_mapped.report_to", "wandb.init.config"),
         "differs by design: legacy logs its YAML tree (args_to_dict(trainer.args)), new its "
-        "HyperTrainer.Config tree (_as_plain(trainer.config)); only the report_to value inside "
-        "each is compared",
+        "HyperTrainer.Config tree (_as_plain(trainer.config)); from the mapped configs only the "
+        "report_to value inside each is compared; given the same tree (a legacy args namespace that "
+        "also carries _-prefixed attributes, the new side's dict), the whole run config is",
         EXACT,
-        ("metrics_wandb_mapped",),
+        ("metrics_wandb_mapped", "metrics_wandb_init"),
     ),
     Output(
         "datasets cache of hf_datasets / json_file data",
@@ -585,10 +597,24 @@ OUTPUTS: tuple[Output, ...] = (
         "log",
         ("hyper_parallel/trainer/callbacks/progress.py:ProgressCallback",),
         (),
-        None,
+        ("progress.stream", "progress.handler_restored"),
         "legacy only: HyperTrainer shows no progress bar (no tqdm in hyper_trainer.py or "
-        "hyper_parallel/components/); the legacy bar is tested by "
-        "tests/torch/legacy_trainer/test_callbacks.py::test_progress_bar_counts_steps_and_postfix",
+        "hyper_parallel/components/); the legacy bar's drawings (description, percentage, n/total, "
+        "postfix) and the log lines routed through it are a golden, elapsed time and rate pinned",
+        EXACT,
+        ("legacy_progress_bar",),
+    ),
+    Output(
+        "garbage collection under train.debug.gc_steps (automatic collection off, a full "
+        "collection every N steps before on_step_end)",
+        "value",
+        ("hyper_parallel/trainer/callbacks/health.py:GCCallback",),
+        (f"{_HT}:HyperTrainer.train",),
+        ("gc.gc",),
+        "what a user callback sees of it: the full collections (gc.get_stats) made during each "
+        "step and gc.isenabled() per step and at train end",
+        EXACT,
+        ("user_callbacks_gc",),
     ),
     Output(
         "device memory line (memory_allocated_gb, memory_peak_allocated_gb)",

@@ -20,8 +20,10 @@ turns at equality (``lr_min`` against ``lr``) changes a row.
 
 The ``cli_misuse`` goldens take the shape of the command itself on each entry point (no arguments, a
 missing file, an unknown module or recipe, a flag without its value or with two, a near-miss and a
-far unknown flag, an unknown subcommand, a stray word, a flag given twice, a YAML file with
-``--module``, and the help text's description).
+far unknown flag, a flag spelled with hyphens, an extra value after ``--a.b=v``, an unknown
+subcommand, a stray word, a flag given twice, a YAML file with ``--module``, torchrun's
+``--local-rank=`` token, ``LOCAL_RANK`` that is not an int, a warmup longer than the run, a
+Config's refusal naming a field of two sections, and the help text's description).
 
 The ``cli_yaml_files`` goldens take the shape of the YAML file on each entry point: not YAML, a
 list or nothing at the top, unknown and moved top-level keys, a section that is a number or null, an
@@ -31,11 +33,18 @@ file moved, and the warnings).
 
 The ``cli_override_types`` golden takes the overrides whose target's type decides the value: a key
 under a mapping field (``model.config_overrides``: int, float, bool or the string), a string field
-given number- or bool-like text, a number field given a bool or a non-finite number.
+given number- or bool-like text, a number field given a bool or a non-finite number, a closed set
+given another case, a section given a YAML mapping.
 
 The ``cli_processes`` goldens start each entry point as a user does, a process of its own whose
 arguments come from ``sys.argv`` (every other row calls the parse in this process): the exit status
-and the error lines of a refused value.
+and the error lines of a refused value, and of an init step that refuses after the parse.
+
+The ``cli_config_manager`` golden (``parity.manager_sweep``) takes ``ConfigManager`` as a library,
+with a root Config and recipe package of its own: fields a recipe leaves to the command line, a
+mutually exclusive pair, a refusal two sections deep, recipe modules that fail to import (by
+``--module`` and in the help text), ``cli_flags`` with a recipe's default, the same refusals under a
+tyro without the parse-error hook, and both entry points' ``parse_args()`` reading ``sys.argv``.
 
 The ``config_mapping`` golden (``parity.mapping_sweep``) takes each legacy field to values it accepts
 besides the debug YAML's, through the new entry point: the row is every leaf of
@@ -63,6 +72,7 @@ from parity.config_sweep import (
     sweep,
     yaml_files,
 )
+from parity.manager_sweep import manager_rows
 from parity.mapping_sweep import mapping_rows
 from parity.value_sweep import VALUE_ROUTES, value_rows
 
@@ -75,3 +85,4 @@ SUITE.golden("cli_override_types", producer=override_types)
 SUITE.grid(params=[("config_values", {"route": route}) for route in VALUE_ROUTES], producer=value_rows)
 SUITE.golden("config_mapping", producer=mapping_rows)
 SUITE.grid(params=[("cli_processes", {"entry": entry}) for entry in PROCESS_COMMANDS], producer=processes)
+SUITE.golden("cli_config_manager", producer=manager_rows)

@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -1344,3 +1345,201 @@ def manager_load_path() -> dict[str, Any]:
 
 SUITE.pair("component_load_path_states", kind="checkpoint", legacy=legacy_load_path, new=manager_load_path)
 SUITE.golden("component_load_path_states_rows", kind="checkpoint", producer=manager_load_path)
+
+
+# ----------------------------------------------------------------------------- failed saves
+#
+# A save that fails (a full disk, a quota, a file-size limit, an I/O error) must stop the run with
+# one line naming the folder and the cause, leave no step folder a resume would take, and give
+# the run folder back; a save that succeeds must leave the run folder with its step folders only.
+# Each row saves step 2 through one side's hooks (step end, then train end), synchronous or async,
+# with one fault raised at one point of the save (``checkpointing.set_fault_hook``: the points
+# every save passes), and records the outcome, the warnings, and the run folder (hidden files
+# included) after the side has let it go. Shared code (staging, lifecycle, errors) is the same on
+# both sides, so the rows golden is what turns red for it; the pair checks the two hook paths.
+
+SAVE_FAULTS: dict[str, Callable[[], BaseException]] = {
+    "no space (ENOSPC)": lambda: OSError(28, "No space left on device"),
+    "a quota (EDQUOT)": lambda: OSError(122, "Disk quota exceeded"),
+    "a file-size limit (EFBIG)": lambda: OSError(27, "File too large"),
+    "an I/O error (EIO)": lambda: OSError(5, "Input/output error"),
+    "a writer's text: StorageFull": lambda: RuntimeError("IoError: StorageFull"),
+    "a writer's text: File too large": lambda: RuntimeError("write failed: File too large"),
+    "a writer's text: FileTooLarge": lambda: RuntimeError("IoError: FileTooLarge"),
+    "a cause chained under another": lambda: _chained(RuntimeError("enforce fail"), OSError(28, "No space left")),
+}
+# Where the fault is raised: before and after the model's shards, while a state file is written,
+# as the manifest is written, and at the commit's rename (on the background commit thread).
+SAVE_FAULT_POINTS = ("before:model", "after:model", "written:optimizer_rank0.pt", "written:manifest.json", "commit:rename")
+
+
+def _chained(outer: BaseException, cause: BaseException) -> BaseException:
+    outer.__cause__ = cause
+    return outer
+
+
+@contextlib.contextmanager
+def _fault_at(point: str | None, fault: Callable[[], BaseException] | None) -> Iterator[None]:
+    from hyper_parallel.checkpointing import set_fault_hook
+
+    def hook(event: str) -> None:
+        if event == point and fault is not None:
+            raise fault()
+
+    set_fault_hook(hook)
+    try:
+        yield
+    finally:
+        set_fault_hook(None)
+
+
+def _save_with_fault(side: str, out: str, *, async_save: bool, point: str | None, fault: Any) -> str:
+    """Step 2 saved through ``side``'s hooks with ``fault`` raised at ``point``; the outcome line.
+    A failure leaves the side's writer holding the run folder, as a crashed run's process would
+    until it exits: the harness gives it back so the listing shows what stays on disk."""
+    state = trained_state(steps=2)
+    if side == "legacy":
+        ckpt, _export = legacy_callbacks(state, out, save_steps=2, save_async=async_save, save_hf_weights=False)
+        progress = SimpleNamespace(global_step=2, epoch=0)
+        steps: list[Callable[[], Any]] = [lambda: ckpt.on_step_end(progress), lambda: ckpt.on_train_end(progress)]
+        writer = ckpt.writer
+    else:
+        mgr = manager(state, out, save_steps=2, save_async=async_save, save_hf_weights=False)
+        steps = [lambda: mgr.maybe_save(2, 0), lambda: mgr.save_final(2, 0)]
+        writer = mgr.writer
+    try:
+        with _fault_at(point, fault):
+            for step in steps:
+                step()
+        return "ok"
+    except Exception as exc:  # the failed save is the row's outcome
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        writer.unlock()
+
+
+def _save_fault_sweep(side: str) -> dict[str, Any]:
+    cases: list[tuple[str, str | None, str | None]] = [("no fault", None, None)]
+    cases += [(f"{name} at before:model", "before:model", name) for name in SAVE_FAULTS]
+    cases += [(f"no space (ENOSPC) at {point}", point, "no space (ENOSPC)") for point in SAVE_FAULT_POINTS[1:]]
+    rows: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="parity-save-fault-") as tmp:
+        for n, (label, point, fault) in enumerate(cases):
+            for async_save in (False, True):
+                out = os.path.join(tmp, f"{n}-{async_save}", "run")
+                with warnings_of() as warned:
+                    outcome = _save_with_fault(
+                        side, out, async_save=async_save, point=point, fault=SAVE_FAULTS.get(fault or "")
+                    )
+
+                def clean(text: str, _out: str = out) -> str:  # the faults' texts are ours: kept whole
+                    return text.replace(_out, "<run>").replace("train.checkpoint.", "checkpoint.")
+
+                rows[f"{label}, async={async_save}"] = {
+                    "outcome": clean(outcome),
+                    "warnings": [clean(w) for w in warned],
+                    # An async save's shard write may still be landing in its staging folder
+                    # after the failure (nothing waits for it): only the run folder's own entries.
+                    "after": [
+                        re.sub(r"\.\d+\.[0-9a-f]{8}\.tmp$", ".<pid>.<hex>.tmp", name)
+                        for name in _folder_listing(Path(out))
+                        if not async_save or "/" not in name.rstrip("/") or name.startswith("step_")
+                    ],
+                }
+    return rows
+
+
+def legacy_save_faults() -> dict[str, Any]:
+    return _save_fault_sweep("legacy")
+
+
+def manager_save_faults() -> dict[str, Any]:
+    return _save_fault_sweep("new")
+
+
+SUITE.pair("component_save_faults", kind="checkpoint", legacy=legacy_save_faults, new=manager_save_faults)
+SUITE.golden("component_save_faults_rows", kind="checkpoint", producer=manager_save_faults)
+
+
+# ----------------------------------------------------------------------------- legacy save edges
+#
+# What the legacy callbacks do on a trainer ``LLMTrainer`` never builds but a user's trainer (or
+# args object) can: no LR scheduler, an optimizer section without the schedule fields, the export
+# callback without a checkpoint callback, and a save that fails on the disk (the output folder
+# replaced by a file once the run started). Each row: the files the save left (names, or the
+# manifest's run settings), or the one error line the user gets.
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def _error_row(exc: BaseException, tmp: str) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).replace(tmp, '<tmp>').split())}"
+
+
+def _edge_no_scheduler(state: TrainedState, tmp: str) -> Any:
+    ckpt, _ = legacy_callbacks(state, tmp, save_steps=state.step)
+    ckpt.trainer.lr_scheduler = None
+    ckpt.on_train_end(SimpleNamespace(global_step=state.step, epoch=state.epoch))
+    return _listing(Path(tmp) / f"step_{state.step}")
+
+
+def _edge_bare_optimizer_section(state: TrainedState, tmp: str) -> Any:
+    ckpt, _ = legacy_callbacks(state, tmp, save_steps=state.step, save_hf_weights=False)
+    # The section holds only what the optimizer builder needs: the schedule fields are absent.
+    ckpt.trainer.args.train.optimizer = SimpleNamespace(lr=ckpt.trainer.args.train.optimizer.lr)
+    ckpt.on_train_end(SimpleNamespace(global_step=state.step, epoch=state.epoch))
+    manifest = json.loads((Path(tmp) / f"step_{state.step}" / "manifest.json").read_text(encoding="utf-8"))
+    settings = manifest["settings"]
+    return {"keys": sorted(settings), "lr_scheduler": settings.get("lr_scheduler")}
+
+
+def _edge_export_alone(state: TrainedState, tmp: str) -> Any:
+    from hyper_parallel.trainer.callbacks import SafetensorsExportCallback
+
+    trainer = _fake_trainer(state, legacy_args(*_checkpoint_overrides(tmp, state.step)))
+    export = SafetensorsExportCallback(trainer)  # no checkpoint_callback on the trainer
+    export.on_step_end(SimpleNamespace(global_step=state.step, epoch=state.epoch))
+    return _listing(Path(tmp))
+
+
+def _edge_output_dir_gone(state: TrainedState, tmp: str) -> Any:
+    out = Path(tmp) / "ckpt"
+    ckpt, _ = legacy_callbacks(state, str(out), save_steps=state.step)
+    shutil.rmtree(out)
+    out.write_text("not a folder\n", encoding="utf-8")
+    try:
+        ckpt.on_step_end(SimpleNamespace(global_step=state.step, epoch=state.epoch))
+    except Exception as exc:
+        return _error_row(exc, tmp)
+    finally:
+        ckpt.writer.unlock()
+    return "saved"
+
+
+_SAVE_EDGES: dict[str, Callable[[TrainedState, str], Any]] = {
+    "no_lr_scheduler": _edge_no_scheduler,
+    "optimizer_section_without_schedule_fields": _edge_bare_optimizer_section,
+    "export_without_checkpoint_callback": _edge_export_alone,
+    "output_dir_replaced_by_a_file": _edge_output_dir_gone,
+}
+
+
+def legacy_save_edges(*, steps: int) -> dict[str, Any]:
+    """``{row: files, settings or error line}`` (the block comment above)."""
+    state = trained_state(steps=steps)
+    rows: dict[str, Any] = {}
+    for name, edge in _SAVE_EDGES.items():
+        with tempfile.TemporaryDirectory(prefix="parity-ckpt-edge-") as tmp:
+            rows[name] = edge(state, os.path.realpath(tmp))
+    return rows
+
+
+SUITE.golden(
+    "component_legacy_save_edges",
+    kind="checkpoint",
+    seed=0,
+    params={"steps": 2},
+    producer=legacy_save_edges,
+)

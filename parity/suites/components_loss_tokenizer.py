@@ -645,6 +645,15 @@ TOKENIZER.grid(
     new=new_transform,
 )
 
+# The pair above runs one collate on both sides; this golden pins what it pads with (the "pad"
+# variant's pad id is not 0, so padding with 0 or with -100 shows in the batches).
+TOKENIZER.grid(
+    "component_tokenizer_transform",
+    params=[{"variant": "pad", "cutoff": 64, "rows": 24}],
+    kind="token_ids",
+    producer=new_transform,
+)
+
 TOKENIZER.grid(
     "component_tokenizer",
     params=[

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -51,6 +52,9 @@ class Setup:
     wandb_log_steps: int = 1
     project: str = "hp-parity"
     run_name: str = "metrics-parity"
+    # The legacy args object also carries ``_``-prefixed attributes (a user's bookkeeping, not
+    # config): W&B's run config must leave them out, as the new side's config never has them.
+    private_args: bool = False
 
     def run_config(self) -> dict[str, Any]:
         """The legacy-shaped config tree (also what W&B receives as its run config)."""
@@ -148,8 +152,12 @@ def run_legacy(setup: Setup) -> RunOutput:
     clock = FixedClock()
     scheduler = SimpleNamespace(lr=0.0)
     scheduler.get_last_lr = lambda: [scheduler.lr]
+    args = _namespace(setup.run_config())
+    if setup.private_args:
+        args._source = "run.yaml"
+        args.train._overrides = ["--train.max_steps=3"]
     trainer = SimpleNamespace(
-        args=_namespace(setup.run_config()),
+        args=args,
         state=SimpleNamespace(global_step=0, epoch=0, max_steps=setup.steps, log_history=[]),
         lr_scheduler=scheduler,
         parallel_dims=SimpleNamespace(world_size=setup.world_size),
@@ -407,23 +415,42 @@ def fake_wandb() -> Iterator[FakeWandb]:
 
 
 def _wandb_setup(run_name: str, project: str) -> Setup:
-    return Setup(steps=3, log_steps=1, wandb=True, wandb_log_steps=2, project=project, run_name=run_name)
+    return Setup(
+        steps=3,
+        log_steps=1,
+        wandb=True,
+        wandb_log_steps=2,
+        project=project,
+        run_name=run_name,
+        private_args=True,
+    )
 
 
 def _init_identity(fake: FakeWandb) -> list[dict[str, Any]]:
     return [{k: v for k, v in c["init"].items() if k != "config"} for c in fake.calls if "init" in c]
 
 
+def _wandb_init_run(run: Any, run_name: str, project: str) -> dict[str, Any]:
+    """``run`` (``run_legacy`` / ``run_new``) with ``WANDB_DIR`` set to a folder other than the working
+    one: each ``init`` call whole (the run config too), its ``dir`` as ``<WANDB_DIR>`` or ``<cwd>``."""
+    with tempfile.TemporaryDirectory(prefix="parity-wandb-dir-") as wandb_dir:
+        with mock.patch.dict(os.environ, {"WANDB_DIR": wandb_dir}), fake_wandb() as fake:
+            run(_wandb_setup(run_name, project))
+        places = {wandb_dir: "<WANDB_DIR>", os.getcwd(): "<cwd>"}
+        inits = [
+            {**c["init"], "dir": places.get(c["init"].get("dir"), c["init"].get("dir"))}
+            for c in fake.calls
+            if "init" in c
+        ]
+    return {"init": inits, "logs": [c for c in fake.calls if "init" not in c]}
+
+
 def legacy_wandb_init(*, run_name: str, project: str) -> dict[str, Any]:
-    with fake_wandb() as fake:
-        run_legacy(_wandb_setup(run_name, project))
-    return {"init": _init_identity(fake), "logs": [c for c in fake.calls if "init" not in c]}
+    return _wandb_init_run(run_legacy, run_name, project)
 
 
 def new_wandb_init(*, run_name: str, project: str) -> dict[str, Any]:
-    with fake_wandb() as fake:
-        run_new(_wandb_setup(run_name, project))
-    return {"init": _init_identity(fake), "logs": [c for c in fake.calls if "init" not in c]}
+    return _wandb_init_run(run_new, run_name, project)
 
 
 def _mapped_args(report_to: str, run_name: str):

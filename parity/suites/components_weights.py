@@ -142,6 +142,25 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
 
         return edit
 
+    def dcp(folder: Path, *, manifest: bool = False, damage: str | None = None) -> Path:
+        """The file's weights as a DCP folder (``step_<N>/`` with its manifest, or bare), then damaged."""
+        import torch.distributed.checkpoint as torch_dcp
+
+        from hyper_parallel.checkpointing import write_manifest
+
+        path = folder.parent / ("step_3" if manifest else "dcp")
+        torch_dcp.save(debug_model(_FILE_SEED).state_dict(), checkpoint_id=str(path))
+        if manifest:
+            write_manifest(str(path), 3)
+        if damage == "flipped metadata":
+            meta = path / ".metadata"
+            data = bytearray(meta.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            meta.write_bytes(bytes(data))
+        elif damage == "shard missing":
+            next(path.glob("*.distcp")).unlink()
+        return path
+
     return {
         "fits": lambda f: f,
         "one layer tensor missing": lambda f: _rewrite(f, _without(_first_keys(f, 1)[0])),
@@ -172,6 +191,10 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a truncated .pt file": lambda f: cut(_single(f, ".pt"), 0.5),
         "an empty .pt file": lambda f: cut(_single(f, ".pt"), 0.0),
         "a .pt file holding a list of tensors": listed,
+        "a DCP folder": lambda f: dcp(f),
+        "a DCP step folder with its manifest": lambda f: dcp(f, manifest=True),
+        "a DCP step folder, .metadata flipped": lambda f: dcp(f, manifest=True, damage="flipped metadata"),
+        "a DCP step folder, a shard missing": lambda f: dcp(f, manifest=True, damage="shard missing"),
     }
 
 

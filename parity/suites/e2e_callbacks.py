@@ -14,6 +14,7 @@ each run dispatches ``on_evaluate`` as user code would (with metrics and without
 from __future__ import annotations
 
 import functools
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,16 @@ from parity.cases import REGISTRY
 from parity.e2e import WorkDir
 from parity.legacy_driver import legacy_args
 
-__all__ = ["DETERMINISTIC_METRICS", "EventRecorder", "legacy_events", "new_events", "run_events"]
+__all__ = [
+    "DETERMINISTIC_METRICS",
+    "EventRecorder",
+    "GcRecorder",
+    "legacy_events",
+    "legacy_gc",
+    "new_events",
+    "new_gc",
+    "run_events",
+]
 
 
 def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
@@ -86,4 +96,91 @@ def new_events(**params: Any) -> dict[str, Any]:
 PARAMS = {"steps": 3, "save_steps": 2, "log_steps": 2, "global_batch_size": 4}
 REGISTRY.pair(
     "user_callbacks", kind="e2e", tags=("e2e",), seed=42, params=PARAMS, legacy=legacy_events, new=new_events
+)
+
+
+# ----------------------------------------------------------------------------- train.debug.gc_steps
+#
+# ``gc_steps: N`` turns the interpreter's automatic collection off for the run and collects every N
+# steps instead (legacy ``GCCallback``, HyperTrainer's loop), before the user's ``on_step_end``. A
+# user sees it as the full collections (``gc.get_stats()``, generation 2) made during each step and
+# whether automatic collection is on; with automatic collection off, a collection is the trainer's.
+
+
+class GcRecorder:
+    """A user callback: per step, the full collections between its ``on_step_begin`` and
+    ``on_step_end`` and whether automatic collection was on; at train end whether it is on again."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self._begin = 0
+
+    @staticmethod
+    def _full() -> int:
+        return int(gc.get_stats()[2]["collections"])
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+        return lambda state, **kwargs: None  # every other hook
+
+    def on_step_begin(self, state: Any, **kwargs: Any) -> None:
+        self._begin = self._full()
+
+    def on_step_end(self, state: Any, **kwargs: Any) -> None:
+        self.rows.append(
+            {
+                "step": state.global_step,
+                "full_collections": self._full() - self._begin,
+                "automatic": gc.isenabled(),
+            }
+        )
+
+    def on_train_end(self, state: Any, **kwargs: Any) -> None:
+        self.rows.append({"train_end_automatic": gc.isenabled()})
+
+
+def _gc_run(kind: str, *, steps: int, gc_steps: int) -> dict[str, Any]:
+    recorder = GcRecorder()
+    was_on = gc.isenabled()
+    try:
+        with WorkDir(None) as root:
+            args = legacy_args(
+                f"--train.checkpoint.output_dir={root}/ckpt",
+                f"--train.max_steps={steps}",
+                f"--train.debug.gc_steps={gc_steps}",
+                "--train.checkpoint.save_steps=0",
+            )
+            if kind == "legacy":
+                from hyper_parallel.trainer import LLMTrainer
+
+                trainer: Any = LLMTrainer(args)
+            else:
+                from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
+
+                trainer = legacy_to_trainer_config(args).build()
+            trainer.add_callback(recorder)
+            trainer.train()
+    finally:
+        (gc.enable if was_on else gc.disable)()  # the harness's process goes on as it was
+    return {"gc": recorder.rows}
+
+
+def legacy_gc(**params: Any) -> dict[str, Any]:
+    return _gc_run("legacy", **params)
+
+
+def new_gc(**params: Any) -> dict[str, Any]:
+    return _gc_run("new", **params)
+
+
+# Every step (the N = 1 edge) and every second step of 3.
+REGISTRY.grid(
+    "user_callbacks_gc",
+    params=[{"steps": 3, "gc_steps": _gc_steps} for _gc_steps in (1, 2)],
+    kind="e2e",
+    tags=("e2e",),
+    seed=42,
+    legacy=legacy_gc,
+    new=new_gc,
 )

@@ -7,9 +7,15 @@ still agree. Every producer is explicitly seeded and writes only into a temporar
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from parity import assets, canonical
 from parity.builders import legacy_lr_curve
@@ -17,6 +23,7 @@ from parity.cases import REGISTRY
 from parity.e2e import StepRecorder, legacy_debug_run, read_checkpoint
 from parity.legacy_driver import bare_trainer, debug_model, legacy_args, llm_steps, simulated_rank
 from parity.legacy_settings import builder_rows, callback_rows
+from parity.run_log import normalise
 
 # A fixed multilingual text set for the tokenizer case (scripts, emoji, whitespace, empty).
 TOKENIZER_TEXTS = (
@@ -125,6 +132,62 @@ def checkpoint_after(*, steps: int) -> dict[str, Any]:
     return canonical.checkpoint(run["checkpoint"])
 
 
+def _stream_segments(text: str, workdir: str) -> list[str]:
+    """What the terminal received, one entry per ``\\r`` or ``\\n`` separated piece: a piece of
+    spaces (tqdm clearing its bar) reads ``<clear>``; paths and timed fields as ``parity.run_log``."""
+    pieces = [piece for line in text.split("\n") for piece in line.split("\r") if piece]
+    return [normalise(piece.rstrip(), workdir) if piece.strip() else "<clear>" for piece in pieces]
+
+
+def progress_bar(*, steps: int, log_steps: int) -> dict[str, Any]:
+    """The legacy progress bar as a terminal shows it: ``LLMTrainer`` trains ``steps`` steps with
+    ``HYPER_PARALLEL_PROGRESS=1`` and one console handler on the root logger, whose records the bar
+    routes through ``tqdm.write`` while it is open. The stream holds, from the bar's first drawing
+    on, every drawing (description, percentage, ``n/total``, the loss and gnorm postfix) and the
+    log lines between them; tqdm's clock is pinned (elapsed 00:00, rate ``?``) so that it draws only
+    on its own events, the width is fixed (``COLUMNS``), and the timed fields of the step line are
+    replaced. ``handler_restored``: the root logger's console handler is back once the bar closed."""
+    from hyper_parallel.platform.logging import forget_once
+    from hyper_parallel.trainer import LLMTrainer
+
+    root, product = logging.getLogger(), logging.getLogger("hyper_parallel")
+    saved_root = (list(root.handlers), root.level)
+    saved_product = (list(product.handlers), product.level, product.propagate)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(logging.Filter("hyper_parallel"))
+    with contextlib.ExitStack() as stack:
+        tmp = os.path.realpath(stack.enter_context(tempfile.TemporaryDirectory(prefix="parity-progress-")))
+        stack.enter_context(contextlib.redirect_stderr(stream))  # the bar's default file, and the console
+        stack.enter_context(mock.patch.dict(os.environ, {"HYPER_PARALLEL_PROGRESS": "1", "COLUMNS": "100"}))
+        stack.enter_context(mock.patch("tqdm.std.time", lambda: 0.0))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")  # a warning's first occurrence depends on what ran before
+        forget_once()
+        root.handlers = [handler]
+        product.handlers, product.propagate = [], True
+        product.setLevel(logging.INFO)
+        try:
+            args = legacy_args(
+                f"--train.checkpoint.output_dir={tmp}/ckpt",
+                f"--train.max_steps={steps}",
+                "--train.checkpoint.save_steps=0",
+                f"--train.logging.log_steps={log_steps}",
+            )
+            LLMTrainer(args).train()
+            restored = root.handlers == [handler]
+        finally:
+            root.handlers, root.level = saved_root
+            product.handlers, product.level, product.propagate = saved_product
+        text = stream.getvalue()
+    start = text.find("\rTraining")
+    return {
+        "stream": _stream_segments(text[start:] if start >= 0 else text, tmp),
+        "handler_restored": restored,
+    }
+
+
 # ----------------------------------------------------------------------------- registration
 
 SUITE = REGISTRY.suite(tags=("legacy",))
@@ -182,5 +245,8 @@ SUITE.golden(
 )
 # Each legacy callback's settings from its section: absent, the schema's defaults, each field moved.
 SUITE.golden("legacy_callback_settings", kind="callbacks", producer=callback_rows)
+SUITE.golden(
+    "legacy_progress_bar", kind="log", seed=42, params={"steps": 3, "log_steps": 2}, producer=progress_bar
+)
 # The builders' code fallbacks (spec 1.6) and settings no recipe combines.
 SUITE.golden("legacy_builder_fallbacks", kind="builders", producer=builder_rows)
