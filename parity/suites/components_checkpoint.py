@@ -1072,10 +1072,18 @@ def _make_states() -> dict[str, Callable[[Path], Any]]:
     def lock_is_folder(path: Path) -> None:
         (path / LOCK).mkdir(parents=True)
 
+    def lock_is_fifo(path: Path) -> None:
+        path.mkdir()
+        os.mkfifo(path / LOCK)
+
+    def output_dir_is_a_file(path: Path) -> None:
+        path.write_text("not a folder", encoding="utf-8")
+
     return {f.__name__: f for f in (
         absent, empty, unrelated, steps_with_manifest, step_without_manifest, empty_step_folder,
         many_steps, replaced_copy, partial_save, dead_run_lock, unreadable_dead_lock,
         empty_dead_lock, live_run_lock, lock_is_link, lock_is_dangling_link, lock_is_folder,
+        lock_is_fifo, output_dir_is_a_file,
     )}  # fmt: skip
 
 
@@ -1366,11 +1374,19 @@ SAVE_FAULTS: dict[str, Callable[[], BaseException]] = {
     "a writer's text: StorageFull": lambda: RuntimeError("IoError: StorageFull"),
     "a writer's text: File too large": lambda: RuntimeError("write failed: File too large"),
     "a writer's text: FileTooLarge": lambda: RuntimeError("IoError: FileTooLarge"),
-    "a cause chained under another": lambda: _chained(RuntimeError("enforce fail"), OSError(28, "No space left")),
+    "a cause chained under another": lambda: _chained(
+        RuntimeError("enforce fail"), OSError(28, "No space left")
+    ),
 }
 # Where the fault is raised: before and after the model's shards, while a state file is written,
 # as the manifest is written, and at the commit's rename (on the background commit thread).
-SAVE_FAULT_POINTS = ("before:model", "after:model", "written:optimizer_rank0.pt", "written:manifest.json", "commit:rename")
+SAVE_FAULT_POINTS = (
+    "before:model",
+    "after:model",
+    "written:optimizer_rank0.pt",
+    "written:manifest.json",
+    "commit:rename",
+)
 
 
 def _chained(outer: BaseException, cause: BaseException) -> BaseException:
@@ -1399,9 +1415,14 @@ def _save_with_fault(side: str, out: str, *, async_save: bool, point: str | None
     until it exits: the harness gives it back so the listing shows what stays on disk."""
     state = trained_state(steps=2)
     if side == "legacy":
-        ckpt, _export = legacy_callbacks(state, out, save_steps=2, save_async=async_save, save_hf_weights=False)
+        ckpt, _export = legacy_callbacks(
+            state, out, save_steps=2, save_async=async_save, save_hf_weights=False
+        )
         progress = SimpleNamespace(global_step=2, epoch=0)
-        steps: list[Callable[[], Any]] = [lambda: ckpt.on_step_end(progress), lambda: ckpt.on_train_end(progress)]
+        steps: list[Callable[[], Any]] = [
+            lambda: ckpt.on_step_end(progress),
+            lambda: ckpt.on_train_end(progress),
+        ]
         writer = ckpt.writer
     else:
         mgr = manager(state, out, save_steps=2, save_async=async_save, save_hf_weights=False)
@@ -1421,7 +1442,9 @@ def _save_with_fault(side: str, out: str, *, async_save: bool, point: str | None
 def _save_fault_sweep(side: str) -> dict[str, Any]:
     cases: list[tuple[str, str | None, str | None]] = [("no fault", None, None)]
     cases += [(f"{name} at before:model", "before:model", name) for name in SAVE_FAULTS]
-    cases += [(f"no space (ENOSPC) at {point}", point, "no space (ENOSPC)") for point in SAVE_FAULT_POINTS[1:]]
+    cases += [
+        (f"no space (ENOSPC) at {point}", point, "no space (ENOSPC)") for point in SAVE_FAULT_POINTS[1:]
+    ]
     rows: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="parity-save-fault-") as tmp:
         for n, (label, point, fault) in enumerate(cases):

@@ -161,6 +161,23 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
             next(path.glob("*.distcp")).unlink()
         return path
 
+    def index_lists_a_key_its_shard_lacks(folder: Path) -> Path:
+        _sharded(folder)
+        index = json.loads((folder / "model.safetensors.index.json").read_text())
+        index["weight_map"]["model.layers.0.not_in_the_shard.weight"] = "model-00001-of-00002.safetensors"
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+        return folder
+
+    def export_in_step_folder(folder: Path) -> Path:
+        """The HF export of a saved ``step_<N>/`` (``hf_ckpt/``), vouched for by its manifest."""
+        from hyper_parallel.checkpointing import write_manifest
+
+        step = folder.parent / "step_5"
+        step.mkdir()
+        shutil.move(str(folder), str(step / "hf_ckpt"))
+        write_manifest(str(step), 5)
+        return step / "hf_ckpt"
+
     return {
         "fits": lambda f: f,
         "one layer tensor missing": lambda f: _rewrite(f, _without(_first_keys(f, 1)[0])),
@@ -195,6 +212,8 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a DCP step folder with its manifest": lambda f: dcp(f, manifest=True),
         "a DCP step folder, .metadata flipped": lambda f: dcp(f, manifest=True, damage="flipped metadata"),
         "a DCP step folder, a shard missing": lambda f: dcp(f, manifest=True, damage="shard missing"),
+        "an index naming a key its shard lacks": index_lists_a_key_its_shard_lacks,
+        "the HF export inside a saved step folder": export_in_step_folder,
     }
 
 
