@@ -13,9 +13,8 @@ in new code therefore means a new entry here (and in every platform).
 
 Tensors, dtypes, devices, modules, optimizers and process groups are framework objects, so they
 are typed ``Any`` (aliases below name what is meant). ``TorchPlatform`` also has members that no
-new code uses (``tensor``, ``zeros``, ``empty``, ``randint``, ``numel``, ``no_grad``,
-``to_local_cpu``, ``float64_numpy``, ``set_num_threads``, ``get_global_rank``,
-``all_gather_object``, ``dcp_read_metadata``); they are not part of the contract.
+new code uses (``tensor``, ``zeros``, ``numel``, ``no_grad``, ``to_local_cpu``,
+``float64_numpy``, ``set_num_threads``, ``dcp_read_metadata``); they are not part of the contract.
 """
 
 from __future__ import annotations

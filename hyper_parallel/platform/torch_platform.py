@@ -229,12 +229,6 @@ class TorchPlatform:
     def zeros(self, size, dtype=None, device=None) -> torch.Tensor:
         return torch.zeros(size, dtype=dtype, device=device)
 
-    def empty(self, size, dtype=None, device=None) -> torch.Tensor:
-        return torch.empty(size, dtype=dtype, device=device)
-
-    def randint(self, low: int, high: int, size, generator=None, dtype=torch.int64) -> torch.Tensor:
-        return torch.randint(low, high, size, generator=generator, dtype=dtype)
-
     def stack(self, tensors, dim: int = 0) -> torch.Tensor:
         return torch.stack(list(tensors), dim=dim)
 
@@ -594,9 +588,6 @@ class TorchPlatform:
     def get_world_size(self, group=None) -> int:
         return dist.get_world_size(group) if self.is_distributed() else 1
 
-    def get_global_rank(self, group, group_rank: int) -> int:
-        return dist.get_global_rank(group, group_rank) if self.is_distributed() else group_rank
-
     def init_process_group(self, backend: str | None = None, timeout_seconds: float | None = None) -> None:
         """Initialise the default group once; plain ``python`` becomes a 1-rank world.
 
@@ -661,13 +652,6 @@ class TorchPlatform:
         group = group_info.group if group_info is not None else None
         work = dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group, async_op=async_op)
         return tensor, work
-
-    def all_gather_object(self, obj: Any, group=None) -> list:
-        if not self.is_distributed():
-            return [obj]
-        out: list = [None] * self.get_world_size(group)
-        dist.all_gather_object(out, obj, group=group)
-        return out
 
     def init_device_mesh(self, device_type: str, shape, mesh_dim_names):
         from torch.distributed.device_mesh import init_device_mesh
