@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from parity import canonical
+from parity import canonical, run_log
 from parity.case_log import warnings_of
 from parity.cases import REGISTRY
 from parity.legacy_driver import debug_model, legacy_args
@@ -1409,11 +1409,12 @@ def _fault_at(point: str | None, fault: Callable[[], BaseException] | None) -> I
         set_fault_hook(None)
 
 
-def _save_with_fault(side: str, out: str, *, async_save: bool, point: str | None, fault: Any) -> str:
+def _save_with_fault(
+    side: str, state: TrainedState, out: str, *, async_save: bool, point: str | None, fault: Any
+) -> str:
     """Step 2 saved through ``side``'s hooks with ``fault`` raised at ``point``; the outcome line.
     A failure leaves the side's writer holding the run folder, as a crashed run's process would
     until it exits: the harness gives it back so the listing shows what stays on disk."""
-    state = trained_state(steps=2)
     if side == "legacy":
         ckpt, _export = legacy_callbacks(
             state, out, save_steps=2, save_async=async_save, save_hf_weights=False
@@ -1439,7 +1440,8 @@ def _save_with_fault(side: str, out: str, *, async_save: bool, point: str | None
         writer.unlock()
 
 
-def _save_fault_sweep(side: str) -> dict[str, Any]:
+def _save_fault_sweep(side: str, *, logs: bool) -> dict[str, Any]:
+    """The rows; ``logs``: with the lines the save logged (only the new side logs its saves)."""
     cases: list[tuple[str, str | None, str | None]] = [("no fault", None, None)]
     cases += [(f"{name} at before:model", "before:model", name) for name in SAVE_FAULTS]
     cases += [
@@ -1450,9 +1452,15 @@ def _save_fault_sweep(side: str) -> dict[str, Any]:
         for n, (label, point, fault) in enumerate(cases):
             for async_save in (False, True):
                 out = os.path.join(tmp, f"{n}-{async_save}", "run")
-                with warnings_of() as warned:
+                state = trained_state(steps=2)
+                with run_log.capture(out) as logged:  # every INFO-or-worse line, warnings included
                     outcome = _save_with_fault(
-                        side, out, async_save=async_save, point=point, fault=SAVE_FAULTS.get(fault or "")
+                        side,
+                        state,
+                        out,
+                        async_save=async_save,
+                        point=point,
+                        fault=SAVE_FAULTS.get(fault or ""),
                     )
 
                 def clean(text: str, _out: str = out) -> str:  # the faults' texts are ours: kept whole
@@ -1460,7 +1468,11 @@ def _save_fault_sweep(side: str) -> dict[str, Any]:
 
                 rows[f"{label}, async={async_save}"] = {
                     "outcome": clean(outcome),
-                    "warnings": [clean(w) for w in warned],
+                    **(
+                        {"log": logged}
+                        if logs
+                        else {"warnings": [w for w in logged if w.startswith("WARNING")]}
+                    ),
                     # An async save's shard write may still be landing in its staging folder
                     # after the failure (nothing waits for it): only the run folder's own entries.
                     "after": [
@@ -1473,15 +1485,19 @@ def _save_fault_sweep(side: str) -> dict[str, Any]:
 
 
 def legacy_save_faults() -> dict[str, Any]:
-    return _save_fault_sweep("legacy")
+    return _save_fault_sweep("legacy", logs=False)
 
 
 def manager_save_faults() -> dict[str, Any]:
-    return _save_fault_sweep("new")
+    return _save_fault_sweep("new", logs=False)
+
+
+def manager_save_fault_rows() -> dict[str, Any]:
+    return _save_fault_sweep("new", logs=True)
 
 
 SUITE.pair("component_save_faults", kind="checkpoint", legacy=legacy_save_faults, new=manager_save_faults)
-SUITE.golden("component_save_faults_rows", kind="checkpoint", producer=manager_save_faults)
+SUITE.golden("component_save_faults_rows", kind="checkpoint", producer=manager_save_fault_rows)
 
 
 # ----------------------------------------------------------------------------- legacy save edges
