@@ -107,7 +107,7 @@ TREES: dict[str, Tree] = {
     "gc": Tree(
         "parity.suites.e2e_callbacks.legacy_gc / new_gc: a user callback's per-step count of full "
         "collections and whether automatic collection is on (train.debug.gc_steps)",
-        ("user_callbacks_gc",),
+        ("gc_steps_collections",),
     ),
     "profiler": Tree(
         "parity.suites.components_profiler.legacy_profile / new_profile (recording fakes of torch.profiler)",
@@ -614,7 +614,7 @@ OUTPUTS: tuple[Output, ...] = (
         "what a user callback sees of it: the full collections (gc.get_stats) made during each "
         "step and gc.isenabled() per step and at train end",
         EXACT,
-        ("user_callbacks_gc",),
+        ("gc_steps_collections",),
     ),
     Output(
         "device memory line (memory_allocated_gb, memory_peak_allocated_gb)",

@@ -176,7 +176,7 @@ def new_gc(**params: Any) -> dict[str, Any]:
 
 # Every step (the N = 1 edge) and every second step of 3.
 REGISTRY.grid(
-    "user_callbacks_gc",
+    "gc_steps_collections",
     params=[{"steps": 3, "gc_steps": _gc_steps} for _gc_steps in (1, 2)],
     kind="e2e",
     tags=("e2e",),

@@ -134,7 +134,7 @@ def trees(runs) -> dict[str, list[Any]]:
     from parity.suites import components_checkpoint as cc
     from parity.suites import components_metrics as cm
     from parity.suites import components_profiler as cp
-    from parity.suites import e2e_seams
+    from parity.suites import e2e_seams, legacy_trainer
 
     fresh = [runs[side]["fresh"] for side in ("legacy", "new")]
     from parity.suites import e2e_callbacks
@@ -151,6 +151,8 @@ def trees(runs) -> dict[str, list[Any]]:
             cc.read_step_dir(runs["root"] / side / "ckpt" / "step_2") for side in ("legacy", "new")
         ],
         "profiler": [cp.legacy_profile(**cp.SCHEDULES[0])],
+        "progress": [legacy_trainer.progress_bar(steps=2, log_steps=1)],
+        "gc": [e2e_callbacks.legacy_gc(steps=1, gc_steps=1)],
         "log": [{side: runs[side]["fresh"]["log"] for side in ("legacy", "new")}],
     }
     assert set(out) == set(TREES), "a tree without a producer here, or the other way round"

@@ -64,6 +64,12 @@ def test_cases_are_registered():
         "checkpoint.component_resume_into_folder_rows",
         "checkpoint.component_load_path_states",
         "checkpoint.component_load_path_states_rows",
+        # a save failing at each of its points, sync and async (faults through set_fault_hook)
+        "checkpoint.component_save_faults",
+        "checkpoint.component_save_faults_rows",
+        # legacy callbacks on trainers LLMTrainer never builds: no scheduler, a bare optimizer
+        # section, the export alone, a save the disk refuses
+        "checkpoint.component_legacy_save_edges-steps=2",
         # initial weights in 16 states x allow_partial_weights (components_weights)
         "checkpoint.component_weights_states",
         "checkpoint.component_weights_states_rows",
