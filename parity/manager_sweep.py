@@ -12,7 +12,8 @@ behaviour only such a caller reaches, and ``manager_rows`` records it on a small
   without a ``RECIPES`` dict, an unknown one; by ``--module`` and in the help text's recipe listing;
 - ``cli_flags`` with and without a recipe's default (a dict field's keys are flags);
 - the same refusals under a tyro without the parse-error hook (``hyper_parallel.config.refusals``
-  then flattens tyro's own report);
+  then flattens tyro's own report), with stdout captured and with a UTF-8 stdout (a terminal's:
+  tyro then draws the report's box with UTF-8 borders);
 - ``parse_args()`` of both entry points reading ``sys.argv``.
 """
 
@@ -22,6 +23,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib
+import io
 import os
 import sys
 import tempfile
@@ -32,11 +34,14 @@ from unittest import mock
 
 import tyro
 
+from hyper_parallel.entry import run_main
 from parity.config_sweep import (
     LEGACY_PROG,
     NEW_PROG,
     RECIPE,
+    Outcome,
     _line,
+    _parsed,
     parse_legacy,
     parse_new,
     run_parse,
@@ -179,6 +184,8 @@ def manager_rows() -> dict[str, str]:
             for argv in _WITHOUT_HOOK:
                 label = "without the parse-error hook: " + " ".join(argv)
                 rows[label] = _line(run_parse("toy", manager.parse_args, list(argv)))
+                # tyro draws its report's box with UTF-8 borders where stdout is UTF-8 (a terminal).
+                rows[f"{label} (UTF-8 stdout)"] = _line(_run_utf8("toy", manager.parse_args, list(argv)))
         for entry, argv in _SYS_ARGV:
             prog, parse = (LEGACY_PROG, parse_legacy) if entry == "legacy" else (NEW_PROG, parse_new)
             tokens = [t.format(yaml=DEBUG_YAML) for t in argv]
@@ -188,6 +195,16 @@ def manager_rows() -> dict[str, str]:
     return rows
 
 
-def _from_sys_argv(parse: Callable[[list[str] | None], Any], _argv: list[str]) -> Any:
+def _run_utf8(prog: str, parse: Callable[[list[str]], Any], argv: list[str]) -> Outcome:
+    """``run_parse`` with a stdout whose encoding is UTF-8, as a terminal's."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_main(prog, functools.partial(_parsed, parse, argv))
+    out.flush()
+    return Outcome(code, out.buffer.getvalue().decode("utf-8"), err.getvalue())
+
+
+def _from_sys_argv(parse: Callable[[Any], Any], _argv: list[str]) -> Any:
     """``parse(None)``: the entry point reads ``sys.argv[1:]`` itself."""
     return parse(None)
