@@ -81,8 +81,3 @@ def check_choice(cfg: Any, name: str, choices: Iterable[Any], *, optional: bool 
     expected = ", ".join(repr(c) for c in choices) + (" or None" if optional else "")
     raise ValueError(f"{_where(cfg, name)}: expected one of {expected}, {_got(value)}")
 
-
-def check_nonempty_str(cfg: Any, name: str) -> None:
-    value = getattr(cfg, name)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{_where(cfg, name)}: expected a non-empty string, {_got(value)}")
