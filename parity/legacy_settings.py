@@ -23,7 +23,10 @@ some unlike the schema: ``lr`` 1e-4, the sampler's seed 0). ``builder_rows`` run
 LR scheduler and dataloader steps on a bare trainer whose sections hold no field, and beside it
 the settings a recipe never combines (a ``prefetch_factor`` with no workers): the AdamW
 hyperparameters, the LR curve, and the loader's batch size, workers, prefetch, pinning, sampler
-and gradient accumulation.
+and gradient accumulation; then (``model_api_rows``) the qwen3_5 package's fallbacks that only its
+public API reaches: ``args`` without ``model``, a list ``config_overrides``, a package reload,
+tp/ep/cp=2, mixed precision without dtypes (what FSDP2 would be handed), compile on, a torch dtype
+for the HF config and the tied head's storage in ``save_hf_state_dict``'s result.
 
 Used by the ``legacy_callback_settings`` and ``legacy_builder_fallbacks`` goldens
 (``parity/suites/legacy_trainer.py``).
@@ -46,7 +49,15 @@ from unittest import mock
 from hyper_parallel.trainer.callbacks.base import SECTION_NAMES
 from parity.canonical import error_line
 
-__all__ = ["CALLBACKS", "SECTIONS", "builder_rows", "callback_rows", "moved", "values_off_default"]
+__all__ = [
+    "CALLBACKS",
+    "SECTIONS",
+    "builder_rows",
+    "callback_rows",
+    "model_api_rows",
+    "moved",
+    "values_off_default",
+]
 
 # The callbacks ``BaseTrainer._init_callbacks`` builds, by their ``hyper_parallel.trainer.callbacks`` name.
 CALLBACKS = (
@@ -246,4 +257,129 @@ def builder_rows() -> dict[str, Any]:
         ),
         "dataloader: seed 5, shuffle off": _loader_row(ns(seed=5), ns(shuffle=False)),
         "dataloader: seed 5": _loader_row(ns(seed=5), ns()),
+        **model_api_rows(),
     }
+
+
+# ----------------------------------------------------------------------------- model API fallbacks
+def _outcome(fn: Any) -> Any:
+    """What ``fn()`` returned, or the one error line it raised."""
+    try:
+        return fn()
+    except Exception as exc:
+        return error_line(exc)
+
+
+def _plain_model(**overrides: Any) -> Any:
+    """The debug Qwen3.5 model built from a bare legacy ``args`` namespace, seeded."""
+    import torch
+
+    from hyper_parallel.models.qwen3_5 import build_qwen3_5
+
+    torch.manual_seed(0)
+    return build_qwen3_5(
+        SimpleNamespace(model=SimpleNamespace(flavor="debug", config_overrides=overrides or None))
+    )
+
+
+def _planned(args: Any) -> dict[str, Any]:
+    """What ``parallelize_qwen3_5`` hands FSDP2 (``fully_shard`` recorded, not run: no process group):
+    per call the module's class and its keyword arguments, a policy as its dtypes."""
+    from hyper_parallel.models.qwen3_5 import parallelize as plan
+
+    calls: list[dict[str, Any]] = []
+
+    def record(module: Any, **kwargs: Any) -> Any:
+        policy = kwargs.pop("mp_policy", None)
+        row = {"module": type(module).__name__, **{k: _plain_value(v) for k, v in sorted(kwargs.items())}}
+        if policy is not None:
+            row["mp_policy"] = {f.name: str(getattr(policy, f.name)) for f in dataclasses.fields(policy)}
+        calls.append(row)
+        return module
+
+    with (
+        mock.patch.object(plan, "fully_shard", record),
+        mock.patch.object(plan, "register_fsdp_forward_method", lambda *a, **k: None),
+    ):
+        plan.parallelize_qwen3_5(_plain_model(), None, args)
+    return {"calls": len(calls), "root": calls[-1], "first_layer": calls[0]}
+
+
+def _plain_value(value: Any) -> Any:
+    return value if isinstance(value, _PLAIN) else type(value).__name__
+
+
+def _reload_row() -> dict[str, Any]:
+    """``importlib.reload`` of the package: the registry after it (the package's own entry is kept,
+    not refused); the package's earlier names are put back afterwards, so later cases see the same objects."""
+    import importlib
+
+    import hyper_parallel.models.qwen3_5 as pkg
+    from hyper_parallel.models.spec import get_spec, list_specs
+
+    saved, spec = dict(vars(pkg)), get_spec("qwen3_5")
+    try:
+        outcome = _outcome(lambda: importlib.reload(pkg).__name__)
+        return {
+            "outcome": outcome,
+            "registered": list_specs().count("qwen3_5"),
+            "spec_kept": get_spec("qwen3_5") is spec,
+        }
+    finally:
+        vars(pkg).update(saved)
+
+
+def _shared_storage(state: dict[str, Any]) -> list[list[str]]:
+    """The groups of keys whose tensors share one storage."""
+    groups: dict[int, list[str]] = {}
+    for key, value in state.items():
+        groups.setdefault(value.untyped_storage().data_ptr(), []).append(key)
+    return sorted(keys for keys in groups.values() if len(keys) > 1)
+
+
+def model_api_rows() -> dict[str, Any]:
+    """The qwen3_5 model package's own fallbacks, reached through its public API only (the CLI
+    entries refuse or fill these earlier): a bare ``args`` without ``model``, a non-mapping
+    ``config_overrides``, a registry re-import, unsupported parallel degrees, mixed precision
+    without dtypes, compile on, a torch dtype for the HF config, the tied head in the HF state dict."""
+    import torch
+
+    from hyper_parallel.models.qwen3_5 import Qwen3_5StateDictAdapter, build_qwen3_5, config_from_args
+    from hyper_parallel.models.qwen3_5.parallelize import parallelize_qwen3_5_from_configs
+
+    ns = SimpleNamespace
+    rows: dict[str, Any] = {
+        "model api: config_from_args without model": _outcome(lambda: repr(config_from_args(ns()))),
+        "model api: build_qwen3_5 with a list config_overrides": _outcome(
+            lambda: type(build_qwen3_5(ns(model=ns(flavor="debug", config_overrides=[1])))).__name__
+        ),
+        "model api: package reloaded": _reload_row(),
+    }
+    for degree in ("tp", "ep", "cp"):
+        accelerator = ns(**{degree: 2})
+        rows[f"model api: parallelize with {degree}=2"] = _outcome(
+            lambda a=accelerator: _planned(ns(train=ns(accelerator=a)))
+        )
+    rows["model api: parallelize, mixed precision without dtypes"] = _outcome(
+        lambda: _planned(ns(train=ns(mixed_precision=ns(enabled=True))))
+    )
+    rows["model api: parallelize from configs with compile on"] = _outcome(
+        lambda: parallelize_qwen3_5_from_configs(
+            _plain_model(),
+            None,
+            training=None,
+            parallelism=None,
+            activation_checkpoint=None,
+            compile=ns(enable=True),
+        )
+    )
+    model = _plain_model()
+    adapter = Qwen3_5StateDictAdapter()
+    rows["model api: export_hf_config dtype torch.bfloat16"] = _outcome(
+        lambda: adapter.export_hf_config(model.config, torch.bfloat16)["dtype"]
+    )
+    rows["model api: save_hf_state_dict storage shared, in and out"] = {
+        "model state_dict": _shared_storage(model.state_dict()),
+        "save_hf_state_dict": _shared_storage(adapter.save_hf_state_dict(model.state_dict(), model.config)),
+    }
+    return rows

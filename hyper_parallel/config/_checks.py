@@ -80,4 +80,3 @@ def check_choice(cfg: Any, name: str, choices: Iterable[Any], *, optional: bool 
         return
     expected = ", ".join(repr(c) for c in choices) + (" or None" if optional else "")
     raise ValueError(f"{_where(cfg, name)}: expected one of {expected}, {_got(value)}")
-

@@ -214,6 +214,10 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a DCP step folder, a shard missing": lambda f: dcp(f, manifest=True, damage="shard missing"),
         "an index naming a key its shard lacks": index_lists_a_key_its_shard_lacks,
         "the HF export inside a saved step folder": export_in_step_folder,
+        # The file's own head is loaded, not a copy of its embedding (they differ here).
+        "a head that differs from the embedding": lambda f: _rewrite(
+            f, lambda t: {**t, "lm_head.weight": t["lm_head.weight"] * 2}
+        ),
     }
 
 

@@ -87,17 +87,51 @@ def param_groups(*, seed: int) -> list[dict]:
 
 
 def model_loss(*, seed: int, batch: int, seq: int) -> dict[str, Any]:
+    return model_loss_of(debug_model(seed), batch=batch, seq=seq)
+
+
+def model_loss_of(model: Any, *, batch: int, seq: int) -> dict[str, Any]:
     import torch
 
     from hyper_parallel.data.dummy import DummyDataset
 
-    model = debug_model(seed)
     data = DummyDataset(batch, seq, model.config.vocab_size)
     input_ids = torch.stack([data[i]["input_ids"] for i in range(batch)])
     labels = input_ids.clone()
     labels[0, : seq // 4] = -100  # a masked prompt
     out = model(input_ids=input_ids, labels=labels)
     return {"loss": out["loss"].detach(), "logits": out["logits"].detach()}
+
+
+# The model variants no recipe trains: config overrides the debug flavour leaves at their defaults,
+# the public ``forward_logits`` with explicit positions, ``init_weights`` on an unsharded model.
+MODEL_VARIANTS = {
+    "no_gate": {"attn_output_gate": "False"},
+    "eps": {"rms_norm_eps": "0.01"},
+    "positions": {},
+    "init_weights": {},
+}
+
+
+def model_variant(*, variant: str, seed: int, batch: int, seq: int) -> dict[str, Any]:
+    """``model_loss`` on a variant of the debug model: ``no_gate`` / ``eps`` (``config_overrides``),
+    ``positions`` (``forward_logits`` with positions offset by 7), ``init_weights`` (the parameters
+    after ``init_weights()`` on the plain, unsharded model: what a library user calls)."""
+    import torch
+
+    model = debug_model(seed, **MODEL_VARIANTS[variant])
+    if variant == "init_weights":
+        torch.manual_seed(seed + 1)
+        model.init_weights()
+        return {"state": {k: v.detach() for k, v in model.state_dict().items()}}
+    if variant == "positions":
+        from hyper_parallel.data.dummy import DummyDataset
+
+        data = DummyDataset(batch, seq, model.config.vocab_size)
+        input_ids = torch.stack([data[i]["input_ids"] for i in range(batch)])
+        positions = (torch.arange(seq) + 7).expand(batch, seq)
+        return {"logits": model.forward_logits(input_ids, position_ids=positions).detach()}
+    return model_loss_of(model, batch=batch, seq=seq)
 
 
 def dummy_batches(*, dp_shard: int, rank: int, num: int) -> list[dict]:
@@ -229,6 +263,13 @@ SUITE.golden(
     kind="losses",
     params={"seed": 0, "batch": 2, "seq": 32},
     producer=model_loss,
+)
+# Its variants (a grid of its own: the case above keeps its id and golden).
+SUITE.grid(
+    "legacy_debug_model_variant",
+    params=[{"variant": _v, "seed": 0, "batch": 2, "seq": 32} for _v in MODEL_VARIANTS],
+    kind="losses",
+    producer=model_variant,
 )
 SUITE.grid(
     "legacy_dummy_batches",
