@@ -242,6 +242,29 @@ def _loader_row(train: Any, data: Any) -> dict[str, Any] | str:
     }
 
 
+def _base_dataset_row(train: Any, data: Any) -> dict[str, Any] | str:
+    """``BaseTrainer._build_dataset`` (the base builders a subclass of its own keeps: LLMTrainer
+    replaces it): the dataset's length and first row, or the error line."""
+    trainer = _bare(train, data, max_steps=3)
+    trainer.data_transform = None
+    try:
+        trainer._build_dataset()
+    except Exception as exc:
+        return error_line(exc)
+    first = trainer.train_dataset[0]
+    return {"length": len(trainer.train_dataset), "first": {k: list(map(int, v)) for k, v in first.items()}}
+
+
+def _context_row(mixed_precision: Any) -> list[str]:
+    """``BaseTrainer._build_training_context``: the lines it logs (the contexts are null on CPU)."""
+    from parity import run_log
+
+    trainer = _bare(SimpleNamespace(mixed_precision=mixed_precision), SimpleNamespace(), max_steps=1)
+    with _row_folder() as folder, run_log.capture(folder) as lines:
+        trainer._build_training_context()
+    return lines
+
+
 def builder_rows() -> dict[str, Any]:
     """``{row label: what the step built}``: the optimizer and LR scheduler steps on an empty
     ``train.optimizer``, then the dataloader step on empty sections and on settings no recipe combines."""
@@ -257,6 +280,26 @@ def builder_rows() -> dict[str, Any]:
         ),
         "dataloader: seed 5, shuffle off": _loader_row(ns(seed=5), ns(shuffle=False)),
         "dataloader: seed 5": _loader_row(ns(seed=5), ns()),
+        "optimizer: eps only": _optimizer_row(ns(eps=1e-6)),
+        "optimizer: every field None": _optimizer_row(
+            ns(
+                lr=None,
+                weight_decay=None,
+                eps=None,
+                betas=None,
+                lr_warmup_ratio=None,
+                lr_decay_style=None,
+                lr_min=None,
+            )
+        ),
+        "dataset (base builder): dummy, no sizes": _base_dataset_row(ns(), ns(type="dummy", max_seq_len=8)),
+        "dataset (base builder): dummy, global batch 2": _base_dataset_row(
+            ns(global_batch_size=2), ns(type="dummy", max_seq_len=8)
+        ),
+        "dataset (base builder): no type": _base_dataset_row(ns(global_batch_size=2), ns(max_seq_len=8)),
+        "dataset (base builder): an unknown type": _base_dataset_row(ns(), ns(type="parquet")),
+        "training context: mixed precision on": _context_row(ns(enabled=True)),
+        "training context: mixed precision off": _context_row(ns(enabled=False)),
         **model_api_rows(),
     }
 
