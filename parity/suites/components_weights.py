@@ -152,6 +152,10 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         torch_dcp.save(debug_model(_FILE_SEED).state_dict(), checkpoint_id=str(path))
         if manifest:
             write_manifest(str(path), 3)
+        if damage == ".metadata not in the manifest":
+            listed = json.loads((path / "manifest.json").read_text())
+            del listed["files"][".metadata"]
+            (path / "manifest.json").write_text(json.dumps(listed, indent=2) + "\n")
         if damage == "flipped metadata":
             meta = path / ".metadata"
             data = bytearray(meta.read_bytes())
@@ -217,6 +221,9 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         # The file's own head is loaded, not a copy of its embedding (they differ here).
         "a head that differs from the embedding": lambda f: _rewrite(
             f, lambda t: {**t, "lm_head.weight": t["lm_head.weight"] * 2}
+        ),
+        "a DCP step folder whose manifest leaves out .metadata": lambda f: dcp(
+            f, manifest=True, damage=".metadata not in the manifest"
         ),
     }
 
