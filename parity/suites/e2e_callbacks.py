@@ -8,7 +8,8 @@ canonical form (floats as float leaves, tensors by canonical hash, the ``on_log`
 values of the deterministic keys and the types of the others, checkpoint folders relative to the
 run's folder). Each run trains, saves, and then resumes from its run folder, so ``on_save`` and
 ``on_load`` are in the sequence as well as the step, micro-batch and log events; after training,
-each run dispatches ``on_evaluate`` as user code would (with metrics and without).
+each run dispatches ``on_evaluate`` (with metrics and without), ``on_save`` and ``on_load`` as
+user code would.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
     # metrics to the callbacks through the trainer's dispatch, with and without metrics.
     trainer.dispatch_evaluate_event({"eval_loss": 0.5})
     trainer.dispatch_evaluate_event()
+    # ... and a save or load of its own to announce (the folders are the user's, not the run's).
+    trainer.dispatch_save_event(f"{root}/user/saved")
+    trainer.dispatch_load_event(f"{root}/user/loaded")
     return recorder.events
 
 
