@@ -214,15 +214,22 @@ def _built(make: Callable[[], Any]) -> str:
 
 def python_rows() -> dict[str, str]:
     """Every field of every Config node of the debug recipe once per ``PYTHON_VALUES`` class, set
-    in code: ``"<path>.<field> = <value>" -> row``."""
+    in code, and every section (a Config-valued field) set to None: ``"<path>.<field> = <value>" -> row``."""
     rows: dict[str, str] = {}
     for path, node, put in config_nodes(recipe_default()):
         for spec in dataclasses.fields(node):
-            if (
-                not spec.init
-                or spec.name.startswith("_")
-                or dataclasses.is_dataclass(getattr(node, spec.name))
-            ):
+            if not spec.init or spec.name.startswith("_"):
+                continue
+            if dataclasses.is_dataclass(getattr(node, spec.name)):  # a whole section left out
+
+                def cleared(_node: Any = node, _name: str = spec.name, _put: Any = put) -> Any:
+                    return _put(dataclasses.replace(_node, **{_name: None}))
+
+                rows[
+                    f"{path}.{spec.name} = None (the section)"
+                    if path
+                    else f"{spec.name} = None (the section)"
+                ] = _built(cleared)
                 continue
             for label, value in PYTHON_VALUES:
 
