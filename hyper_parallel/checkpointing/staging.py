@@ -72,6 +72,10 @@ def check_writable_dir(path: str, field: str) -> None:
     target = os.path.abspath(path)
     probe_dir = target
     while not os.path.exists(probe_dir):
+        if os.path.islink(probe_dir):  # a link to nothing: makedirs would fail on it, not create it
+            link = f"a symbolic link to a missing target ({os.readlink(probe_dir)})"
+            where = f"is {link}" if probe_dir == target else f"has {link} in its path ({probe_dir})"
+            raise UnwritableDirError(f"{field}={path!r} cannot be created: it {where}; expected a folder")
         parent = os.path.dirname(probe_dir)
         if parent == probe_dir:
             break

@@ -1079,11 +1079,14 @@ def _make_states() -> dict[str, Callable[[Path], Any]]:
     def output_dir_is_a_file(path: Path) -> None:
         path.write_text("not a folder", encoding="utf-8")
 
+    def output_dir_is_a_dangling_link(path: Path) -> None:
+        path.symlink_to("missing_target")
+
     return {f.__name__: f for f in (
         absent, empty, unrelated, steps_with_manifest, step_without_manifest, empty_step_folder,
         many_steps, replaced_copy, partial_save, dead_run_lock, unreadable_dead_lock,
         empty_dead_lock, live_run_lock, lock_is_link, lock_is_dangling_link, lock_is_folder,
-        lock_is_fifo, output_dir_is_a_file,
+        lock_is_fifo, output_dir_is_a_file, output_dir_is_a_dangling_link,
     )}  # fmt: skip
 
 
