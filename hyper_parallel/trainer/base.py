@@ -451,6 +451,7 @@ class BaseTrainer:
         # A step_<N> folder's manifest is checked first; the platform's restricted reader then
         # makes sure that a crafted .metadata runs no code.
         from hyper_parallel.checkpointing import MANIFEST_FILE, verify_manifest
+        from hyper_parallel.checkpointing.reader import lenient_errors, raise_if_damaged
 
         if os.path.isfile(os.path.join(path, MANIFEST_FILE)):
             verify_manifest(path, (".metadata",))
@@ -473,7 +474,11 @@ class BaseTrainer:
         )
         state_dict = self.model.state_dict()
         target = {key: value for key, value in state_dict.items() if _logical_name(key) in fits}
-        get_platform().dcp_load(target, path)
+        try:
+            get_platform().dcp_load(target, path)
+        except lenient_errors() as exc:  # a shard missing or damaged: one line naming the file
+            raise_if_damaged(path, exc)
+            raise
         state_dict.update(target)
         self.model.load_state_dict(state_dict)
 

@@ -225,6 +225,7 @@ def _make_states() -> dict[str, Callable[[Path], Path]]:
         "a DCP step folder whose manifest leaves out .metadata": lambda f: dcp(
             f, manifest=True, damage=".metadata not in the manifest"
         ),
+        "a DCP folder, a shard missing": lambda f: dcp(f, damage="shard missing"),
     }
 
 
