@@ -637,3 +637,42 @@ SUITE.pair(
     legacy=legacy_groups_epoch,
     new=new_groups_epoch,
 )
+
+
+# ============================================================================= a data file replaced in place
+#
+# ``datasets`` keys a local file's cache by its path and modification time, so a file rewritten
+# with other rows of the same size and given back its old mtime (``cp -p``, a restored backup) was
+# served from the old rows' cache. ``load_raw_dataset`` keys its cache by content instead. Each row
+# loads a file (or a folder holding it), rewrites it that way, and loads it again: the second load
+# must hold the new rows.
+
+
+def _rewrite_keeping_mtime(file: Path, rows: list[str]) -> None:
+    import json
+    import os
+
+    stat = file.stat() if file.exists() else None
+    file.write_text("".join(json.dumps({"text": r}) + "\n" for r in rows), encoding="utf-8")
+    if stat is not None:
+        os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def replaced_file_rows() -> dict[str, Any]:
+    from hyper_parallel.data.hf import load_raw_dataset
+
+    rows: dict[str, Any] = {}
+    for label, folder in (("a .jsonl file", False), ("a folder holding it", True)):
+        root = Path(tempfile.mkdtemp(dir=_scratch(), prefix="replaced-"))
+        file = root / "data" / "train.jsonl" if folder else root / "train.jsonl"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        _rewrite_keeping_mtime(file, ["first row", "second row"])
+        path = file.parent if folder else file
+        before = list(load_raw_dataset("hf_datasets", str(path))["text"])
+        _rewrite_keeping_mtime(file, ["other row", "fresh rows"])  # the same byte count
+        after = list(load_raw_dataset("hf_datasets", str(path))["text"])
+        rows[label] = {"before": before, "after": after}
+    return rows
+
+
+SUITE.golden("dataloader_replaced_file", kind="batches", producer=replaced_file_rows)
