@@ -675,4 +675,33 @@ def replaced_file_rows() -> dict[str, Any]:
     return rows
 
 
+def saved_dataset_rows() -> dict[str, Any]:
+    """``data.train_path`` naming a ``save_to_disk`` folder (read in place, no load cache): a
+    Dataset, a DatasetDict with a ``train`` split, and one without (the refusal)."""
+    import datasets
+
+    from hyper_parallel.data.hf import load_raw_dataset
+
+    texts = {"text": ["saved row one", "saved row two", "saved row three"]}
+    saved = {
+        "a saved Dataset": datasets.Dataset.from_dict(texts),
+        "a saved DatasetDict with a train split": datasets.DatasetDict(
+            {"train": datasets.Dataset.from_dict(texts), "test": datasets.Dataset.from_dict({"text": ["t"]})}
+        ),
+        "a saved DatasetDict without one": datasets.DatasetDict(
+            {"validation": datasets.Dataset.from_dict(texts)}
+        ),
+    }
+    rows: dict[str, Any] = {}
+    for label, data in saved.items():
+        folder = Path(tempfile.mkdtemp(dir=_scratch(), prefix="saved-")) / "data"
+        data.save_to_disk(str(folder))
+        try:
+            rows[label] = list(load_raw_dataset("hf_datasets", str(folder))["text"])
+        except Exception as exc:  # a refusal is the row
+            rows[label] = canonical.error_line(exc).replace(str(folder), "<folder>")
+    return rows
+
+
 SUITE.golden("dataloader_replaced_file", kind="batches", producer=replaced_file_rows)
+SUITE.golden("dataloader_saved_dataset", kind="batches", producer=saved_dataset_rows)
