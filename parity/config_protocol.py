@@ -7,12 +7,14 @@ one that does not extend its parent's, a field named like a ``Config`` method) a
 recipe author makes (``replace`` with a known or unknown field, ``build`` with keyword arguments
 that repeat a field) are reached by no run. Here each is made once:
 
-- ``definitions``: a component class defined with each mistake (and correctly, and without a
-  ``Config`` of its own): ``ok`` or the one error line;
+- ``definitions``: a component class defined with each mistake (and correctly, without a
+  ``Config`` of its own, over a parent without one, after a mixin): ``ok`` or the one error line;
 - ``replace``: a field changed, no change, an unknown field, two unknown fields, and a value its
   ``__post_init__`` refuses: the resulting fields or the error line;
 - ``build``: the owner built, with a runtime keyword, with a keyword that repeats a field, with
-  ``config=``, and the base ``Configurable.Config`` (which has no owner).
+  ``config=``, and the base ``Configurable.Config`` (which has no owner);
+- ``tree``: ``traverse`` over the debug recipe, and ``to_dict`` of a Config holding a function and
+  a class (their stable dotted names).
 
 Used by the ``protocols.configurable_contract`` golden (``parity/suites/protocols.py``).
 """
@@ -100,8 +102,30 @@ def _definitions() -> dict[str, Callable[[], Any]]:
     class Sibling(Configurable.Config):  # not a subclass of Parent.Config
         size: int = 1
 
+    def grandchild() -> str:
+        """A Config two levels down, over a parent that has none of its own: checked against the
+        nearest class that has one."""
+        Gadget = type("Gadget", (Parent,), {})
+
+        @dataclasses.dataclass(kw_only=True, slots=True)
+        class GizmoConfig(ParentConfig):
+            depth: int = 2
+
+        type("Gizmo", (Gadget,), {"Config": GizmoConfig})
+        return "ok"
+
+    def beside_a_mixin() -> str:
+        @dataclasses.dataclass(kw_only=True, slots=True)
+        class MixedConfig(Configurable.Config):
+            size: int = 1
+
+        type("Mixed", (Mixin, Configurable), {"Config": MixedConfig})
+        return "ok"
+
     return {
         "correct, and a subclass without a Config": good,
+        "a Config over a parent class without one": grandchild,
+        "a Configurable after a mixin without a Config": beside_a_mixin,
         "Config is not a class": define(5),
         "Config does not extend Configurable.Config": define(Unrelated),
         "Config is not a dataclass": define(Plain),
@@ -176,10 +200,35 @@ def _build_rows() -> dict[str, Any]:
     }
 
 
+def _tree_rows() -> dict[str, Any]:
+    """``traverse`` over the debug recipe (every Config of a kind, in order) and ``to_dict`` of a
+    Config holding a function and a class (their stable names, not a repr with an address)."""
+    from hyper_parallel.protocols.configurable import Configurable
+    from hyper_parallel.recipes import qwen3_5
+
+    recipe = qwen3_5.debug()
+
+    @dataclasses.dataclass(kw_only=True, slots=True)
+    class Holder(Configurable.Config):
+        function: Any = None
+        kind: Any = None
+
+    return {
+        "traverse Configurable.Config": [type(c).__qualname__ for c in recipe.traverse(Configurable.Config)],
+        "traverse the optimizer's Config": [
+            type(c).__qualname__ for c in recipe.traverse(type(recipe.optimizer))
+        ],
+        "to_dict with a function and a class": _outcome(
+            lambda: Holder(function=_line, kind=Configurable).to_dict()
+        ),
+    }
+
+
 def contract_rows() -> dict[str, Any]:
-    """``{definitions|replace|build: {row: outcome}}`` (module docstring)."""
+    """``{definitions|replace|build|tree: {row: outcome}}`` (module docstring)."""
     return {
         "definitions": {label: _outcome(make) for label, make in _definitions().items()},
         "replace": _replace_rows(),
         "build": _build_rows(),
+        "tree": _tree_rows(),
     }
