@@ -275,6 +275,25 @@ def test_a_capped_run_meets_one_group_of_each_family_before_a_second_of_any():
     assert [g.label for g in killers.order(m, groups)] == ["g2", "g5", "g3", "g0", "g4", "g1"]
 
 
+def test_a_mutant_tries_the_recorded_killers_of_its_function_after_this_runs_own():
+    from parity.tools.mutation.mutants import Mutant
+    from parity.tools.mutation.runner import Killers
+
+    groups = [Group(f"g{i}", [f"c{i}"], seconds=float(i)) for i in range(5)]
+    recorded = {
+        "c4": ["hyper_parallel/a.py:f:00000001", "hyper_parallel/a.py:f:00000002"],
+        "c3": ["hyper_parallel/b.py:f:1"],
+    }
+    killers = Killers(CoverageMap(groups, {}), {g.label: "B" for g in groups}, recorded=recorded)
+    m = Mutant(
+        "n", "mod.x_f", "hyper_parallel/a.py", "f", 1, 1, "op", "", "", "hyper_parallel/a.py:f:00000009"
+    )
+    order = [g.label for g in killers.order(m, groups)]
+    assert order[0] == "g4" and sorted(order) == [f"g{i}" for i in range(5)]
+    killers.record(m, "c2")  # this run's own killer still goes first
+    assert [g.label for g in killers.order(m, groups)][:2] == ["g2", "g4"]
+
+
 def test_a_map_of_some_files_serves_only_them_and_restricts_coverage(tmp_path):
     from parity.tools.mutation.coverage import _rcfile
 

@@ -239,6 +239,18 @@ class Killers:
             g.label: sum(len(recorded.get(case, ())) for case in g.cases) / max(g.seconds, 0.1)
             for g in cmap.groups
         }
+        # The groups that killed mutants of each function in the recorded runs: a mutant of that
+        # function tries them right after this run's own killers. A function's refusals die in
+        # the sweep that words them, which a capped run would otherwise meet only by chance
+        # among the hundred families that also run the function.
+        self.recorded_by_function: dict[str, dict[str, int]] = {}
+        for case, keys in recorded.items():
+            label = self.label_of.get(case)
+            if label is None:
+                continue
+            for key in keys:
+                counts = self.recorded_by_function.setdefault(key.rsplit(":", 1)[0], {})
+                counts[label] = counts.get(label, 0) + 1
         self.by_function: dict[str, dict[str, int]] = {}
         self.by_file: dict[str, dict[str, int]] = {}
         self.lock = threading.Lock()
@@ -253,7 +265,8 @@ class Killers:
                 counts[label] = counts.get(label, 0) + 1
 
     def order(self, m: Mutant, groups: list[coverage.Group]) -> list[coverage.Group]:
-        """Killers of its neighbours first; then one group of each family (a case name's grid) before
+        """Killers of its neighbours first, then the groups that killed its function's mutants in the
+        recorded runs; then one group of each family (a case name's grid) before
         a second of any, the tiers alternating and, within each, the groups that killed most per
         second in the recorded runs first (then the cheapest): tier A pairs see a
         change on one side, only tier B goldens see one in code both sides share, so a mutant must
@@ -265,10 +278,17 @@ class Killers:
             (g for g in groups if fn.get(g.label) or fl.get(g.label)),
             key=lambda g: (-fn.get(g.label, 0), -fl.get(g.label, 0), g.seconds, g.label),
         )
+        past = self.recorded_by_function.get(f"{m.path}:{m.qualname}", {})
+        taken_labels = {g.label for g in proven}
+        recalled = sorted(
+            (g for g in groups if past.get(g.label) and g.label not in taken_labels),
+            key=lambda g: (-past[g.label], g.seconds, g.label),
+        )
+        taken_labels.update(g.label for g in recalled)
         rest = [
             g
             for g in sorted(groups, key=lambda g: (-self.rate.get(g.label, 0.0), g.seconds, g.label))
-            if g not in proven
+            if g.label not in taken_labels
         ]
         # Round n holds each family's n-th cheapest group: one cheap group of every family before a
         # second of any, so that a capped run (--max-groups) meets as many behaviours as it can.
@@ -279,7 +299,7 @@ class Killers:
             if n == len(rounds):
                 rounds.append([])
             rounds[n].append(g)
-        return proven + [g for r in rounds for g in self._alternate_tiers(r)]
+        return proven + recalled + [g for r in rounds for g in self._alternate_tiers(r)]
 
     def _alternate_tiers(self, groups: list[coverage.Group]) -> list[coverage.Group]:
         by_tier = [[g for g in groups if self.tier_of.get(g.label) == t] for t in ("A", "B")]
