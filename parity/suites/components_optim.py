@@ -146,7 +146,11 @@ def train(model, optimizer, scheduler, inputs: Iterable[Any], *, clip: float | N
 
 
 def named_optimizer_state(
-    state_dict: Mapping[str, Any], param_groups: Sequence[Mapping[str, Any]], model_parts: Sequence[Any]
+    state_dict: Mapping[str, Any],
+    param_groups: Sequence[Mapping[str, Any]],
+    model_parts: Sequence[Any],
+    *,
+    indices: bool = False,
 ) -> dict[str, Any]:
     """An optimizer state dict keyed by parameter FQN instead of integer index.
 
@@ -156,21 +160,32 @@ def named_optimizer_state(
     named = [(n, p) for part in model_parts for n, p in part.named_parameters()]
     groups = canonical.param_groups(param_groups, named)
     fqn_of: dict[int, str] = {}
-    for saved, group in zip(state_dict["param_groups"], groups, strict=True):
-        fqn_of.update(zip(saved["params"], group["params"], strict=True))
-    return {
-        "state": {fqn_of[index]: value for index, value in state_dict["state"].items()},
-        "param_groups": [
-            {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
-            for saved, group in zip(state_dict["param_groups"], groups, strict=True)
-        ],
-    }
+    try:
+        for saved, group in zip(state_dict["param_groups"], groups, strict=True):
+            fqn_of.update(zip(saved["params"], group["params"], strict=True))
+        named_state = {
+            "state": {fqn_of[index]: value for index, value in state_dict["state"].items()},
+            "param_groups": [
+                {**{k: v for k, v in saved.items() if k != "params"}, "params": group["params"]}
+                for saved, group in zip(state_dict["param_groups"], groups, strict=True)
+            ],
+        }
+        if indices:  # the integer layout itself: a resume into the other container reads it
+            named_state["indices"] = {
+                "param_groups": [list(saved["params"]) for saved in state_dict["param_groups"]],
+                "state": sorted(state_dict["state"]),
+            }
+        return named_state
+    except (KeyError, TypeError, ValueError) as exc:  # not an optimizer state dict: that is the value
+        return {"not an optimizer state dict": f"{type(exc).__name__}: {exc}"}
 
 
 def trained_state(model, optimizer, scheduler) -> dict[str, Any]:
     return canonical.checkpoint(
         {
-            "optimizer": named_optimizer_state(optimizer.state_dict(), optimizer.param_groups, [model]),
+            "optimizer": named_optimizer_state(
+                optimizer.state_dict(), optimizer.param_groups, [model], indices=True
+            ),
             "scheduler": scheduler.state_dict(),
             "model": model.state_dict(),
         }
