@@ -36,17 +36,21 @@ __all__ = [
 ]
 
 
-def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
-    args = legacy_args(f"--train.checkpoint.output_dir={root}/ckpt", *overrides)
-    recorder = EventRecorder(root)
+def _trainer(kind: str, args: Any) -> Any:
+    """The trainer a user builds from legacy ``args``: ``LLMTrainer``, or the new path's Config."""
     if kind == "legacy":
         from hyper_parallel.trainer import LLMTrainer
 
-        trainer: Any = LLMTrainer(args)
-    else:
-        from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
+        return LLMTrainer(args)
+    from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
 
-        trainer = legacy_to_trainer_config(args).build()
+    return legacy_to_trainer_config(args).build()
+
+
+def _train(kind: str, root: str, *overrides: str) -> list[dict[str, Any]]:
+    args = legacy_args(f"--train.checkpoint.output_dir={root}/ckpt", *overrides)
+    recorder = EventRecorder(root)
+    trainer = _trainer(kind, args)
     trainer.add_callback(recorder)
     trainer.train()
     # Neither trainer evaluates (legacy evaluation is a stub); user code that does hands its
@@ -155,14 +159,7 @@ def _gc_run(kind: str, *, steps: int, gc_steps: int) -> dict[str, Any]:
                 f"--train.debug.gc_steps={gc_steps}",
                 "--train.checkpoint.save_steps=0",
             )
-            if kind == "legacy":
-                from hyper_parallel.trainer import LLMTrainer
-
-                trainer: Any = LLMTrainer(args)
-            else:
-                from hyper_parallel.trainer.legacy_mapping import legacy_to_trainer_config
-
-                trainer = legacy_to_trainer_config(args).build()
+            trainer = _trainer(kind, args)
             trainer.add_callback(recorder)
             trainer.train()
     finally:
