@@ -54,7 +54,8 @@ def test_the_pair_is_equal_and_not_trivial():
     ):
         assert hook in names, hook
     saves = [e["on_save"]["args"]["checkpoint_dir"] for e in _events(legacy) if "on_save" in e]
-    assert saves == ["ckpt/step_2", "ckpt/step_3", "ckpt/step_4"]
+    # Each run's own saves, then the one user code announces after it trained (train, then resume).
+    assert saves == ["ckpt/step_2", "ckpt/step_3", "user/saved", "ckpt/step_4", "user/saved"]
 
 
 def _planted(monkeypatch, dispatch):
