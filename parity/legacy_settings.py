@@ -251,8 +251,12 @@ def _base_dataset_row(train: Any, data: Any) -> dict[str, Any] | str:
         trainer._build_dataset()
     except Exception as exc:
         return error_line(exc)
-    first = trainer.train_dataset[0]
-    return {"length": len(trainer.train_dataset), "first": {k: list(map(int, v)) for k, v in first.items()}}
+    dataset = trainer.train_dataset
+    try:
+        first = dataset[0]
+        return {"length": len(dataset), "first": {k: list(map(int, v)) for k, v in first.items()}}
+    except (TypeError, IndexError, KeyError, AttributeError) as exc:  # what the step left is the value
+        return f"not a dataset ({type(dataset).__name__}): {error_line(exc)}"
 
 
 def _context_row(mixed_precision: Any) -> list[str]:
