@@ -309,6 +309,12 @@ def manager_save(state: TrainedState, output_dir: str, *, save_hf_weights: bool 
     return Path(output_dir) / f"step_{state.step}"
 
 
+def _row_text(text: str, path: str, placeholder: str) -> str:
+    """A row's text with ``path`` written ``placeholder``, and the legacy field prefix written as the
+    new one (``train.checkpoint.`` as ``checkpoint.``: the one difference by design)."""
+    return text.replace(path, placeholder).replace("train.checkpoint.", "checkpoint.")
+
+
 # ----------------------------------------------------------------------------- read back
 
 
@@ -725,7 +731,7 @@ def _damage_sweep(side: str, *, steps: int) -> dict[str, Any]:
 
 def _relative(text: str, copy: Path) -> str:
     """Paths inside the damaged copy as ``<step>/...``, the field prefix without ``train.``."""
-    return text.replace(str(copy.parent), "<copy>").replace("train.checkpoint.", "checkpoint.")
+    return _row_text(text, str(copy.parent), "<copy>")
 
 
 def legacy_damage(*, steps: int) -> dict[str, Any]:
@@ -819,11 +825,8 @@ def _settings_sweep(side: str, *, steps: int) -> dict[str, Any]:
                 outcome, warned = _resume_outcome(side, target, saved, out, resume_config_changes=mode)
                 trains_with = target.optimizer.param_groups[0]
                 rows[f"{key}={value!r}, {mode}"] = {
-                    "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
-                    "warnings": [
-                        w.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint.")
-                        for w in warned
-                    ],
+                    "outcome": _row_text(outcome, saved, "<saved>"),
+                    "warnings": [_row_text(w, saved, "<saved>") for w in warned],
                     "group": {k: trains_with[k] for k in ("lr", "initial_lr", key) if k in trains_with},
                 }
     return rows
@@ -884,9 +887,9 @@ def _with(settings: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 
 def _resume_row(side: str, target: TrainedState, saved: str, out: str, **how: Any) -> dict[str, Any]:
     outcome, warned = _resume_outcome(side, target, saved, out, **how)
-    clean = [w.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint.") for w in warned]
+    clean = [_row_text(w, saved, "<saved>") for w in warned]
     return {
-        "outcome": outcome.replace(saved, "<saved>").replace("train.checkpoint.", "checkpoint."),
+        "outcome": _row_text(outcome, saved, "<saved>"),
         "warnings": clean,
         "lr": [group["lr"] for group in target.optimizer.param_groups],
     }
@@ -1154,7 +1157,7 @@ def _run_folder_sweep(side: str) -> dict[str, Any]:
                     held.close()
 
                 def clean(text: str, _shown: str = shown) -> str:
-                    return text.replace(_shown, "<run>").replace("train.checkpoint.", "checkpoint.")
+                    return _row_text(text, _shown, "<run>")
 
                 rows[f"{name}, overwrite={overwrite}"] = {
                     "outcome": clean(outcome),
@@ -1335,9 +1338,7 @@ def _load_path_sweep(side: str) -> dict[str, Any]:
                 )
 
                 def clean(text: str) -> str:
-                    return _portable(
-                        text.replace(str(root), "<paths>").replace("train.checkpoint.", "checkpoint.")
-                    )
+                    return _portable(_row_text(text, str(root), "<paths>"))
 
                 rows[f"{name}, allow_unverified={allow}"] = {
                     "outcome": clean(outcome),
@@ -1467,7 +1468,7 @@ def _save_fault_sweep(side: str, *, logs: bool) -> dict[str, Any]:
                     )
 
                 def clean(text: str, _out: str = out) -> str:  # the faults' texts are ours: kept whole
-                    return text.replace(_out, "<run>").replace("train.checkpoint.", "checkpoint.")
+                    return _row_text(text, _out, "<run>")
 
                 rows[f"{label}, async={async_save}"] = {
                     "outcome": clean(outcome),
